@@ -1,0 +1,475 @@
+"""``TurnBasedTextEnv``: the PettingZoo ``AECEnv`` base class every teamgym env subclasses.
+
+A concrete env describes *what* happens (tasks, prompts, the effect of an action and its reward terms); this class
+does the PettingZoo bookkeeping (agents, rewards, cumulative rewards, terminations, truncations, infos, dead steps),
+turn order, turn limits, seeding, snapshots, observations, chat messages, rendering and the episode summary.
+
+A subclass fills in at least:
+
+* ``roles``: the agent names, in default turn order (or pass ``agents=`` to ``__init__`` for a variable team).
+* ``_task_from_id(task_id)``: the task with that id (procedural envs: build it from an integer seed).
+* ``_initial_state(task)``: a fresh mutable episode state (anything ``copy.deepcopy`` can copy; keep the immutable task
+  out of it so that snapshots stay cheap).
+* ``_system_prompt(agent)`` and ``_user_prompt(agent)``: what the agent sees.
+* ``_apply_action(agent, action) -> Outcome``: apply the (sanitised) completion, return the reward terms.
+
+and may override ``task_ids()`` (a finite dataset), ``_select_first()``/``_select_next(agent)`` (env-chosen order),
+``_is_success()``, ``_episode_extras()`` and ``_scripted_policies()``.
+
+Turns: a *turn* is a round in which the agents act in order (AT-GRPO: coder then tester = turn 0). ``max_turns``
+rounds truncate the episode. Observations are ``Dict({"prompt": TextSpace, "turn": Discrete(max_turns + 1)})``.
+
+Rewards: the agent that acts receives the reward terms its action earned (the env may also give terms to other agents
+in the same step, e.g. a tester rewarded when the coder's code is run against its tests). For every agent at every
+step ``rewards[agent] == alpha[agent] * terms["team"] + terms["local"]``. ``infos[agent]`` holds:
+
+========================== ==========================================================================================
+key                        meaning
+========================== ==========================================================================================
+``reward_terms``           this step's terms for the agent (``team``, ``local`` and the named parts of ``local``)
+``cumulative_reward_terms`` terms summed since the agent last acted (they add up to the reward ``last()`` returns)
+``messages``               the agent's prompt in chat format: ``[{"role": "system", ...}, {"role": "user", ...}]``
+``turn``, ``task_id``      the round index and the task's id
+``action_flags``           (acting agent) what was done to its action: ``sanitized``, ``clipped``
+``infra_error``            present and non-empty when the env's infrastructure (the sandbox) failed in this step:
+                           the sample is not the model's fault, and a trainer should drop it
+``episode``                (at the end) ``{"task_id", "turns", "steps", "returns", "success", ...}``
+========================== ==========================================================================================
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv
+
+from teamgym.core.rewards import RewardTerms, add_terms, mix, zero_terms
+from teamgym.core.snapshot import EnvSnapshot
+from teamgym.core.spaces import TextSpace
+from teamgym.core.text import clip_text, sanitize_text
+from teamgym.errors import EnvStateError, InvalidActionError, InvalidArgumentError, SnapshotError
+
+__all__ = ["TurnBasedTextEnv", "Outcome", "TurnRecord", "Policy"]
+
+logger = logging.getLogger(__name__)
+
+TaskT = TypeVar("TaskT")
+StateT = TypeVar("StateT")
+
+#: A policy maps an observation (the env's ``Dict`` observation) to a completion.
+Policy = Callable[[Mapping[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one action did, as a concrete env reports it from ``_apply_action``.
+
+    Attributes:
+        terms: reward terms per agent for this step; the acting agent should be present, absent agents get zeros.
+        terminated: the episode is over (solved, or failed for good).
+        info: extra per-agent entries merged into ``infos[agent]`` (process signals, verdicts...).
+        infra_error: non-empty when infrastructure failed while scoring this action (not the model's fault).
+    """
+
+    terms: Mapping[str, RewardTerms]
+    terminated: bool = False
+    info: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    infra_error: str = ""
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """One entry of the episode transcript: who acted, in which turn, what it wrote and what it earned."""
+
+    agent: str
+    turn: int
+    action: str
+    terms: RewardTerms
+
+
+class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
+    """Base class of turn-based cooperative text envs whose agents are LLM roles.
+
+    Args:
+        max_turns: rounds before truncation.
+        alpha: weight of the team term, one float or a dict per agent (missing agents: 1.0).
+        render_mode: ``None``, ``"ansi"`` (``render()`` returns the transcript) or ``"human"`` (prints it).
+        max_prompt_chars: observations longer than this are clipped in the middle.
+        max_action_chars: completions longer than this are clipped (flagged in ``action_flags``).
+        agents: agent names, for envs whose team size is a parameter (default: the class's ``roles``).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"name": "turn_based_text", "render_modes": ["ansi", "human"],
+                                          "is_parallelizable": True}
+    roles: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        *,
+        max_turns: int = 4,
+        alpha: float | Mapping[str, float] = 1.0,
+        render_mode: str | None = None,
+        max_prompt_chars: int = 32_768,
+        max_action_chars: int = 65_536,
+        agents: Sequence[str] | None = None,
+    ):
+        super().__init__()
+        names = tuple(agents) if agents is not None else tuple(self.roles)
+        if not names or len(set(names)) != len(names) or not all(isinstance(a, str) and a for a in names):
+            raise InvalidArgumentError(f"agents={names!r}: expected distinct non-empty names, e.g. ('coder', 'tester')")
+        _check_int("max_turns", max_turns, 1)
+        _check_int("max_prompt_chars", max_prompt_chars, 64)
+        _check_int("max_action_chars", max_action_chars, 1)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise InvalidArgumentError(
+                f"render_mode={render_mode!r}: expected one of {self.metadata['render_modes']} or None"
+            )
+        self.possible_agents = list(names)
+        self.max_turns = max_turns
+        self.alpha = _check_alpha(alpha, self.possible_agents)
+        self.render_mode = render_mode
+        self.max_prompt_chars = max_prompt_chars
+        self.max_action_chars = max_action_chars
+        self._observation_space = spaces.Dict(
+            {"prompt": TextSpace(max_prompt_chars), "turn": spaces.Discrete(max_turns + 1)}
+        )
+        self._action_space = TextSpace(max_action_chars)
+        self._observation_spaces = {a: self._observation_space for a in self.possible_agents}
+        self._action_spaces = {a: self._action_space for a in self.possible_agents}
+        self._np_random, self._np_random_seed = seeding.np_random(None)
+        self._has_reset = False
+        self.agents = []
+
+    # ------------------------------------------------------------------ hooks for concrete envs
+    def task_ids(self) -> Sequence[Any] | None:
+        """The ids of a finite task set (a dataset), or ``None`` for procedural tasks built from integer ids."""
+        return None
+
+    def _task_from_id(self, task_id: Any) -> TaskT:
+        raise NotImplementedError
+
+    def _initial_state(self, task: TaskT) -> StateT:
+        raise NotImplementedError
+
+    def _system_prompt(self, agent: str) -> str:
+        raise NotImplementedError
+
+    def _user_prompt(self, agent: str) -> str:
+        raise NotImplementedError
+
+    def _apply_action(self, agent: str, action: str) -> Outcome:
+        raise NotImplementedError
+
+    def _select_first(self) -> str:
+        """The agent that opens each turn (default: the first name in ``agents``)."""
+        return self.agents[0]
+
+    def _select_next(self, agent: str) -> str | None:
+        """The agent to act after ``agent`` in the same turn, or ``None`` when the turn is over (default: in order)."""
+        index = self.agents.index(agent)
+        return self.agents[index + 1] if index + 1 < len(self.agents) else None
+
+    def _is_success(self) -> bool:
+        """Whether the episode so far counts as solved (reported in the episode summary)."""
+        return False
+
+    def _episode_extras(self) -> dict[str, Any]:
+        """Env-specific entries for the episode summary (numbers, strings, bools)."""
+        return {}
+
+    def _scripted_policies(self) -> dict[str, dict[str, Callable[[], Policy]]]:
+        """Scripted policies this env provides: ``{role: {name: factory}}``; the first name is the default."""
+        return {}
+
+    # ------------------------------------------------------------------ PettingZoo API
+    def observation_space(self, agent: str) -> spaces.Dict:
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> TextSpace:
+        return self._action_spaces[agent]
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The env's own RNG (seeded by ``reset(seed=...)``); no process-global RNG is ever used."""
+        return self._np_random
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start an episode.
+
+        Args:
+            seed: seeds the env's RNG; the same seed gives the same task and the same episode for the same actions.
+            options: ``{"task_id": id}`` picks the task (an id from ``task_ids()``, or any int for procedural envs).
+        """
+        if seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(seed)
+        options = dict(options or {})
+        if "task_id" in options:
+            task_id = options.pop("task_id")
+            known = self.task_ids()
+            if known is not None and task_id not in set(known):
+                raise InvalidArgumentError(
+                    f"options['task_id']={task_id!r} is not a task of {type(self).__name__}: "
+                    f"expected one of its {len(known)} ids (see env.task_ids())"
+                )
+        else:
+            known = self.task_ids()
+            if known is None:
+                task_id = int(self._np_random.integers(2**31 - 1))
+            else:
+                task_id = known[int(self._np_random.integers(len(known)))]
+        if options:
+            # Gymnasium's convention is to ignore options an env does not know (PettingZoo's api_test relies on it).
+            logger.warning("%s.reset ignores unknown options %s (known: 'task_id')", type(self).__name__, sorted(options))
+        self.task_id = task_id
+        self.task = self._task_from_id(task_id)
+        self.state = self._initial_state(self.task)
+        self.agents = list(self.possible_agents)
+        self.turn = 0
+        self.num_steps = 0
+        self.history: list[TurnRecord] = []
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_terms = {a: zero_terms() for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self._skip_agent_selection = None
+        self.agent_selection = self._select_first()
+        self._has_reset = True
+        self._refresh({a: zero_terms() for a in self.agents}, extra={})
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        self._require_reset("observe")
+        return {"prompt": self._prompts[agent], "turn": min(self.turn, self.max_turns)}
+
+    def step(self, action: str | None) -> None:
+        self._require_reset("step")
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            if action is not None:
+                raise InvalidActionError(
+                    f"step({_preview(action)}) for {agent!r}, whose episode is over: pass None for a finished agent "
+                    "(PettingZoo's convention), or call reset()"
+                )
+            self._was_dead_step(action)
+            return
+        text, flags = self._coerce_action(action)
+        self._cumulative_rewards[agent] = 0.0
+        self._cumulative_terms[agent] = zero_terms()
+        outcome = self._apply_action(agent, text)
+        terms = {a: dict(outcome.terms.get(a, zero_terms())) for a in self.agents}
+        self.history.append(TurnRecord(agent, self.turn, text, terms[agent]))
+        self.num_steps += 1
+
+        next_agent = self._select_next(agent)
+        if next_agent is None:
+            self.turn += 1
+            next_agent = self._select_first()
+        if outcome.terminated:
+            self.terminations = {a: True for a in self.agents}
+        elif self.turn >= self.max_turns:
+            self.truncations = {a: True for a in self.agents}
+        self.agent_selection = next_agent
+
+        extra: dict[str, dict[str, Any]] = {a: dict(outcome.info.get(a, {})) for a in self.agents}
+        extra[agent]["action_flags"] = flags
+        if outcome.infra_error:
+            for a in self.agents:
+                extra[a]["infra_error"] = outcome.infra_error
+        self._refresh(terms, extra)
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            print(self._render_record(self.history[-1]))
+
+    def render(self) -> str | None:
+        """The transcript so far as text (``"ansi"``), or print it (``"human"``); ``None`` without a render mode."""
+        if self.render_mode is None:
+            return None
+        self._require_reset("render")
+        lines = [self._render_header()]
+        lines += [self._render_record(record) for record in self.history]
+        if self.agents and all(self.terminations[a] or self.truncations[a] for a in self.agents):
+            lines.append(self._render_footer())
+        text = "\n".join(lines)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        """Release resources (subclasses holding pools or files override this and call super)."""
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> EnvSnapshot:
+        """A copy of the episode state (not of datasets or models): ``restore`` brings the env back to it."""
+        self._require_reset("snapshot")
+        fields = {
+            "state": self.state,
+            "agents": self.agents,
+            "turn": self.turn,
+            "num_steps": self.num_steps,
+            "history": self.history,
+            "rewards": self.rewards,
+            "_cumulative_rewards": self._cumulative_rewards,
+            "_cumulative_terms": self._cumulative_terms,
+            "terminations": self.terminations,
+            "truncations": self.truncations,
+            "infos": self.infos,
+            "_prompts": self._prompts,
+            "agent_selection": self.agent_selection,
+            "_skip_agent_selection": self._skip_agent_selection,
+        }
+        return EnvSnapshot(
+            owner=self._snapshot_owner(),
+            task_id=self.task_id,
+            task=self.task,
+            rng_state=copy.deepcopy(self._np_random.bit_generator.state),
+            fields=copy.deepcopy(fields),
+        )
+
+    def restore(self, snapshot: EnvSnapshot) -> None:
+        """Bring the env back to ``snapshot``; the same actions then give identical observations, rewards and infos."""
+        if not isinstance(snapshot, EnvSnapshot):
+            raise SnapshotError(f"restore({type(snapshot).__name__}): expected an object returned by env.snapshot()")
+        if snapshot.owner != self._snapshot_owner():
+            raise SnapshotError(
+                f"this snapshot was taken from {snapshot.owner[0]} with other settings than this env "
+                f"({self._snapshot_owner()[0]}): restore it into an env made with the same id and arguments"
+            )
+        self.task_id = snapshot.task_id
+        self.task = snapshot.task
+        self._np_random.bit_generator.state = copy.deepcopy(snapshot.rng_state)
+        for name, value in copy.deepcopy(snapshot.fields).items():
+            setattr(self, name, value)
+        self._has_reset = True
+
+    # ------------------------------------------------------------------ scripted policies
+    def scripted_policies(self) -> dict[str, list[str]]:
+        """``{role: [policy names]}`` of the scripted policies this env provides (first name = default)."""
+        return {role: list(named) for role, named in self._scripted_policies().items()}
+
+    def scripted_policy(self, role: str, name: str | None = None) -> Policy:
+        """A scripted policy for ``role`` (``name`` from :meth:`scripted_policies`, default its first).
+
+        The policy reads the env it was made from (e.g. the ground truth for an oracle), so make it from the env
+        instance it will play in.
+        """
+        table = self._scripted_policies()
+        if role not in table:
+            raise InvalidArgumentError(
+                f"no scripted policy for role {role!r} in {type(self).__name__}: roles with one: {sorted(table)}"
+            )
+        named = table[role]
+        chosen = name if name is not None else next(iter(named))
+        if chosen not in named:
+            raise InvalidArgumentError(
+                f"scripted policy {chosen!r} for role {role!r}: expected one of {list(named)}"
+            )
+        return named[chosen]()
+
+    # ------------------------------------------------------------------ internals
+    def _coerce_action(self, action: Any) -> tuple[str, dict[str, bool]]:
+        if not isinstance(action, str):
+            raise InvalidActionError(
+                f"action {_preview(action)} of type {type(action).__name__} for {self.agent_selection!r}: "
+                "text envs take the completion as a str (decode token ids with your tokenizer first)"
+            )
+        flags = {"sanitized": False, "clipped": False}
+        clean = sanitize_text(action)
+        if clean != action:
+            flags["sanitized"] = True
+        if len(clean) > self.max_action_chars:
+            clean = clean[: self.max_action_chars]
+            flags["clipped"] = True
+        return clean, flags
+
+    def _refresh(self, terms: Mapping[str, RewardTerms], extra: Mapping[str, Mapping[str, Any]]) -> None:
+        """Recompute prompts, rewards and infos of every live agent after a reset or a step."""
+        self._prompts = {}
+        self.infos = {}
+        finished = all(self.terminations[a] or self.truncations[a] for a in self.agents)
+        summary = self._episode_summary() if finished else None
+        for a in self.agents:
+            system = self._system_prompt(a)
+            user = self._user_prompt(a)
+            self._prompts[a] = clip_text(f"{system}\n\n{user}" if system else user, self.max_prompt_chars)
+            self.rewards[a] = mix(terms[a], self.alpha[a])
+            self._cumulative_terms[a] = add_terms(self._cumulative_terms[a], terms[a])
+            info: dict[str, Any] = {
+                "reward_terms": dict(terms[a]),
+                "cumulative_reward_terms": dict(self._cumulative_terms[a]),
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                "turn": min(self.turn, self.max_turns),
+                "task_id": self.task_id,
+            }
+            info.update(extra.get(a, {}))
+            if summary is not None:
+                info["episode"] = summary
+            self.infos[a] = info
+
+    def _episode_summary(self) -> dict[str, Any]:
+        returns = {a: 0.0 for a in self.possible_agents}
+        team = {a: 0.0 for a in self.possible_agents}
+        for record in self.history:
+            returns[record.agent] += mix(record.terms, self.alpha[record.agent])
+            team[record.agent] += record.terms["team"]
+        summary = {
+            "task_id": self.task_id,
+            "turns": len({record.turn for record in self.history}),
+            "steps": self.num_steps,
+            "returns": returns,
+            "team_returns": team,
+            "success": bool(self._is_success()),
+            "truncated": any(self.truncations.values()),
+        }
+        summary.update(self._episode_extras())
+        return summary
+
+    def _snapshot_owner(self) -> tuple[str, tuple[str, ...], int, tuple[tuple[str, float], ...]]:
+        return (type(self).__name__, tuple(self.possible_agents), self.max_turns, tuple(sorted(self.alpha.items())))
+
+    def _require_reset(self, method: str) -> None:
+        if not self._has_reset:
+            raise EnvStateError(f"{type(self).__name__}.{method}() called before reset(): call env.reset(seed=...) first")
+
+    def _render_header(self) -> str:
+        return f"=== {self.metadata['name']} | task {self.task_id} | agents: {', '.join(self.possible_agents)} ==="
+
+    def _render_record(self, record: TurnRecord) -> str:
+        terms = ", ".join(f"{k}={v:+.3f}" for k, v in record.terms.items())
+        return f"--- turn {record.turn} | {record.agent} | {terms}\n{clip_text(record.action, 2000)}"
+
+    def _render_footer(self) -> str:
+        summary = self._episode_summary()
+        returns = ", ".join(f"{a}={r:+.3f}" for a, r in summary["returns"].items())
+        return f"=== end: success={summary['success']} | steps={summary['steps']} | returns: {returns} ==="
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise InvalidArgumentError(f"{name}={value!r}: expected an int >= {minimum}")
+
+
+def _check_alpha(alpha: float | Mapping[str, float], agents: Sequence[str]) -> dict[str, float]:
+    if isinstance(alpha, Mapping):
+        unknown = sorted(set(alpha) - set(agents))
+        if unknown:
+            raise InvalidArgumentError(f"alpha has agents {unknown} that this env does not have: agents are {list(agents)}")
+        values = {a: alpha.get(a, 1.0) for a in agents}
+    else:
+        values = {a: alpha for a in agents}
+    for a, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+            raise InvalidArgumentError(f"alpha[{a!r}]={v!r}: expected a finite float (1.0 = AT-GRPO's mixing)")
+    return {a: float(v) for a, v in values.items()}
+
+
+def _preview(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
