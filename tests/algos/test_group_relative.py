@@ -91,7 +91,8 @@ def test_dr_mas_is_grpo_per_group_and_agent_and_affine_invariant(seed):
     np.testing.assert_allclose(ours.numpy(), grpo_loop(rewards.tolist(), keys), atol=1e-9)
     changed = rewards.clone()
     changed[agents == 1] = 7.5 * changed[agents == 1] - 3.0
-    assert torch.allclose(dr_mas(changed, groups, agents), ours, atol=1e-5)
+    # exact up to the 1e-6 added to the std
+    assert torch.allclose(dr_mas(changed, groups, agents), ours, rtol=1e-4, atol=1e-4)
 
 
 def test_mhgpo_one_agent_is_grpo():
