@@ -1,0 +1,37 @@
+"""Rollouts: policies behind one ``generate`` protocol, the tree-sampling engine, and the agent-turn batch.
+
+>>> from teamgym.rollout import HFPolicy, RolloutEngine, SamplingParams, TreeSampling  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from teamgym.rollout.batch import NODE_KEYS, AgentTurnBatch
+from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling, default_prompt
+from teamgym.rollout.sampling import Completion, Policy, SamplingParams
+
+__all__ = [
+    "NODE_KEYS",
+    "AgentTurnBatch",
+    "Completion",
+    "HFPolicy",
+    "Policy",
+    "RolloutEngine",
+    "RolloutResult",
+    "SamplingParams",
+    "TreeSampling",
+    "VLLMPolicy",
+    "default_prompt",
+]
+
+
+def __getattr__(name: str):
+    # The transformers and vLLM policies import heavy optional packages: load them on first use only.
+    if name == "HFPolicy":
+        from teamgym.rollout.hf import HFPolicy
+
+        return HFPolicy
+    if name == "VLLMPolicy":
+        from teamgym.rollout.vllm import VLLMPolicy
+
+        return VLLMPolicy
+    raise AttributeError(f"module 'teamgym.rollout' has no attribute {name!r}")

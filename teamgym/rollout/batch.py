@@ -1,0 +1,141 @@
+"""``AgentTurnBatch``: the columnar batch of agent-turns a rollout emits (one row per sampled completion).
+
+Columns follow ARCHITECTURE.md's data model. Rows of one tree node (the K candidates one agent sampled at one step of
+one episode from one env state) share ``episode_id``, ``agent``, ``turn`` and ``step``; ``branch`` is the candidate's
+index in the node and ``chosen`` marks the one the episode advanced with. Advantage estimators read the tensors and
+the ids built by :meth:`AgentTurnBatch.group_ids`; they never see envs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from teamgym.algos import group_ids as build_group_ids
+from teamgym.errors import InvalidArgumentError
+
+__all__ = ["AgentTurnBatch", "NODE_KEYS"]
+
+#: The key columns of one tree node: AT-GRPO's (task, agent, turn) group, made exact per episode and env step.
+NODE_KEYS = ("episode_id", "agent", "turn", "step")
+
+
+@dataclass
+class AgentTurnBatch:
+    """One row per sampled agent-turn completion.
+
+    Attributes:
+        episode_id: the episode (one env instance and one task) the row belongs to.
+        task_id: the env's task id (seed or problem id); every episode plays one task.
+        agent: the role that acted.
+        turn: the round index in the episode.  # (N,)
+        step: the env step index in the episode (one node of the sampling tree per step).  # (N,)
+        branch: the candidate's index among the node's K candidates.  # (N,)
+        chosen: whether the episode advanced with this candidate.  # (N,)
+        prompt_ids, completion_ids, logprobs: token ids and sampling log-probs, one list per row.
+        text: the decoded completion.
+        reward_terms: the env's reward terms for the acting agent in this step (``team``, ``local``, parts).
+        rewards: the final mixed reward ``alpha * team + local`` the env gave the candidate.  # (N,)
+        anchor: a hash of the observation the agent acted on (equal observations, equal anchors).
+        success: whether the episode (its chosen path) was solved.  # (N,)
+        infra_error: non-empty when the env's infrastructure failed scoring this row (drop it from training).
+    """
+
+    episode_id: list[str]
+    task_id: list[Any]
+    agent: list[str]
+    turn: torch.Tensor
+    step: torch.Tensor
+    branch: torch.Tensor
+    chosen: torch.Tensor
+    prompt_ids: list[list[int]]
+    completion_ids: list[list[int]]
+    logprobs: list[list[float]]
+    text: list[str]
+    reward_terms: list[dict[str, float]]
+    rewards: torch.Tensor
+    anchor: list[str]
+    success: torch.Tensor
+    infra_error: list[str]
+
+    def __post_init__(self) -> None:
+        lengths = {f.name: len(getattr(self, f.name)) for f in fields(self)}
+        if len(set(lengths.values())) > 1:
+            raise InvalidArgumentError(f"AgentTurnBatch columns differ in length: {lengths}: give one entry per row")
+
+    def __len__(self) -> int:
+        return len(self.episode_id)
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[dict[str, Any]]) -> AgentTurnBatch:
+        """Build the columns from row dicts keyed by column name."""
+        columns: dict[str, Any] = {}
+        for f in fields(cls):
+            values = [row[f.name] for row in rows]
+            if f.name in ("turn", "step", "branch"):
+                columns[f.name] = torch.tensor(values, dtype=torch.long)
+            elif f.name in ("chosen", "success"):
+                columns[f.name] = torch.tensor(values, dtype=torch.bool)
+            elif f.name == "rewards":
+                columns[f.name] = torch.tensor(values, dtype=torch.float32)
+            else:
+                columns[f.name] = values
+        return cls(**columns)
+
+    @classmethod
+    def concat(cls, batches: Sequence[AgentTurnBatch]) -> AgentTurnBatch:
+        """Rows of all ``batches`` in order."""
+        return cls.from_rows([row for b in batches for row in b.rows()])
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The batch as a list of plain row dicts (tensors turned into Python numbers)."""
+        out = []
+        for i in range(len(self)):
+            row = {}
+            for f in fields(self):
+                value = getattr(self, f.name)[i]
+                row[f.name] = value.item() if isinstance(value, torch.Tensor) else value
+            out.append(row)
+        return out
+
+    def select(self, mask: torch.Tensor | Sequence[bool]) -> AgentTurnBatch:
+        """The rows where ``mask`` is true, in order."""
+        keep = torch.as_tensor(mask, dtype=torch.bool)
+        if keep.numel() != len(self):
+            raise InvalidArgumentError(f"mask has {keep.numel()} entries for {len(self)} rows: one per row")
+        index = keep.nonzero().flatten().tolist()
+        columns = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            columns[f.name] = value[keep] if isinstance(value, torch.Tensor) else [value[i] for i in index]
+        return type(self)(**columns)
+
+    def group_ids(self, keys: Sequence[str] = NODE_KEYS) -> torch.Tensor:
+        """Dense int64 group ids from key columns (default: one group per tree node)."""
+        unknown = [k for k in keys if k not in {f.name for f in fields(self)}]
+        if unknown:
+            raise InvalidArgumentError(f"unknown key columns {unknown}: choose from {[f.name for f in fields(self)]}")
+        if len(self) == 0:
+            return torch.zeros(0, dtype=torch.long)
+        return build_group_ids(*[_key_column(getattr(self, k)) for k in keys])
+
+    def num_tokens(self) -> int:
+        """Completion tokens in the batch."""
+        return sum(len(c) for c in self.completion_ids)
+
+    def to_jsonl(self, path: str | Path) -> None:
+        """Write one JSON object per row (for inspection; task ids that JSON cannot hold are written as strings)."""
+        with open(path, "w", encoding="utf-8") as fh:
+            for row in self.rows():
+                fh.write(json.dumps(row, default=str) + "\n")
+
+
+def _key_column(values: Any) -> Any:
+    if isinstance(values, torch.Tensor):
+        return values
+    return [v if isinstance(v, (str, int, tuple)) else repr(v) for v in values]

@@ -1,0 +1,117 @@
+"""``VLLMPolicy``: batched generation with vLLM (GPU), weights synced from the trainer after every update.
+
+vLLM does the batching, ``n > 1`` (one prefill shared by the n samples) and prefix caching (on by default in recent
+versions; we ask for it explicitly). After each optimizer step the trainer's weights are loaded into the engine's
+model in place, as TRL's colocate mode does (``llm.llm_engine.model_executor.driver_worker.model_runner.model
+.load_weights``); with a peft model the adapter is merged first and the peft prefixes are stripped (TRL
+``_sync_fsdp_params_to_vllm`` / ``_move_model_to_vllm``).
+
+Trap: vLLM V1 returns logprobs of the *raw* logits by default; for a PPO ratio against tempered training logprobs
+create the engine with ``logprobs_mode="processed_logprobs"`` (done by :meth:`VLLMPolicy.from_model`).
+
+The engine object is injected, so tests run this class against a fake that follows vLLM's API (no vLLM install).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
+from teamgym.rollout.sampling import Completion, SamplingParams
+
+__all__ = ["VLLMPolicy", "trainer_weights"]
+
+
+class VLLMPolicy:
+    """Sample with a ``vllm.LLM`` engine.
+
+    Args:
+        llm: a ``vllm.LLM`` (or an object with the same ``generate`` / ``llm_engine`` API).
+        sampling_params_cls: vLLM's ``SamplingParams`` class (default: imported from vllm).
+        name: a label used in logs.
+    """
+
+    def __init__(self, llm: Any, *, sampling_params_cls: Any = None, name: str = "vllm"):
+        if sampling_params_cls is None:
+            sampling_params_cls = _vllm().SamplingParams
+        self.llm = llm
+        self.sampling_params_cls = sampling_params_cls
+        self.name = name
+
+    @classmethod
+    def from_model(cls, model: str, *, gpu_memory_utilization: float = 0.5, max_model_len: int = 4096,
+                   dtype: str = "bfloat16", seed: int = 0, **engine_kwargs: Any) -> VLLMPolicy:
+        """Start a vLLM engine on a local model path (prefix caching on, processed logprobs, sleep mode allowed)."""
+        vllm = _vllm()
+        llm = vllm.LLM(model=model, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                       dtype=dtype, seed=seed, enable_prefix_caching=True, logprobs_mode="processed_logprobs",
+                       **engine_kwargs)
+        return cls(llm, sampling_params_cls=vllm.SamplingParams)
+
+    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
+        """``n`` completions per prompt in one ``LLM.generate`` call (vLLM batches and caches prefixes itself)."""
+        if not isinstance(n, int) or n < 1:
+            raise InvalidArgumentError(f"n={n!r}: expected an int >= 1 completions per prompt")
+        if not prompts:
+            return []
+        params = self.sampling_params_cls(
+            n=n, temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+            stop=list(sampling.stop) or None, include_stop_str_in_output=True, seed=sampling.seed, logprobs=0,
+        )
+        outputs = self.llm.generate(list(prompts), params, use_tqdm=False)
+        result = []
+        for request in outputs:
+            group = []
+            for out in request.outputs:
+                token_ids = list(out.token_ids)
+                logprobs = [float(step[tok].logprob) for tok, step in zip(token_ids, out.logprobs or [])]
+                if len(logprobs) != len(token_ids):
+                    raise InvalidArgumentError(
+                        f"vLLM returned {len(logprobs)} logprobs for {len(token_ids)} tokens: create the engine so "
+                        "that SamplingParams(logprobs=0) is honoured (max_logprobs >= 0)"
+                    )
+                reason = "length" if out.finish_reason == "length" else "stop"
+                group.append(Completion(out.text, list(request.prompt_token_ids), token_ids, logprobs, reason))
+            result.append(group)
+        return result
+
+    def sync_weights(self, model: Any) -> int:
+        """Load ``model``'s current weights into the engine in place; returns the number of tensors sent."""
+        target = self.llm.llm_engine.model_executor.driver_worker.model_runner.model
+        weights = list(trainer_weights(model))
+        target.load_weights(weights)
+        self.reset_prefix_cache()
+        return len(weights)
+
+    def reset_prefix_cache(self) -> None:
+        """Drop cached prefixes (their KV values were computed with the old weights)."""
+        reset = getattr(self.llm, "reset_prefix_cache", None)
+        if reset is not None:
+            reset()
+
+
+def trainer_weights(model: Any) -> Iterable[tuple[str, Any]]:
+    """``(name, tensor)`` pairs as vLLM's ``load_weights`` expects them, merging a peft LoRA adapter if present."""
+    merged = False
+    if hasattr(model, "merge_adapter") and hasattr(model, "peft_config"):
+        model.merge_adapter()
+        merged = True
+    try:
+        for name, tensor in model.state_dict().items():
+            if merged:
+                if "lora_" in name or "modules_to_save" in name and "original_module" in name:
+                    continue
+                name = name.removeprefix("base_model.model.").replace(".base_layer", "")
+            yield name, tensor.detach()
+    finally:
+        if merged:
+            model.unmerge_adapter()
+
+
+def _vllm() -> Any:
+    try:
+        import vllm
+    except ImportError:
+        raise DependencyNotInstalled("vllm", "vllm", "the vLLM policy (GPU)") from None
+    return vllm
