@@ -100,7 +100,7 @@ def trainer_weights(model: Any) -> Iterable[tuple[str, Any]]:
     try:
         for name, tensor in model.state_dict().items():
             if merged:
-                if "lora_" in name or "modules_to_save" in name and "original_module" in name:
+                if "lora_" in name:
                     continue
                 name = name.removeprefix("base_model.model.").replace(".base_layer", "")
             yield name, tensor.detach()

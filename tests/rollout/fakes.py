@@ -1,0 +1,86 @@
+"""Test doubles: a scripted policy and a fake vLLM engine following vLLM's offline API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from teamgym.rollout.sampling import Completion, SamplingParams
+
+
+class ScriptedPolicy:
+    """``text_fn(prompt, j)`` gives the j-th of the n completions for a prompt; records every call."""
+
+    def __init__(self, text_fn: Callable[[str, int], str]):
+        self.text_fn = text_fn
+        self.calls: list[tuple[list[str], int]] = []
+
+    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
+        self.calls.append((list(prompts), n))
+        out = []
+        for prompt in prompts:
+            group = []
+            for j in range(n):
+                text = self.text_fn(prompt, j)
+                ids = [ord(c) % 256 for c in text]
+                group.append(Completion(text, [ord(c) % 256 for c in prompt][-32:], ids, [-1.0] * len(ids)))
+            out.append(group)
+        return out
+
+
+@dataclass
+class FakeLogprob:
+    logprob: float
+
+
+@dataclass
+class FakeVLLMSamplingParams:
+    """Same constructor keywords as ``vllm.SamplingParams`` for the ones the policy passes."""
+
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 16
+    stop: list[str] | None = None
+    include_stop_str_in_output: bool = False
+    seed: int | None = None
+    logprobs: int | None = None
+
+
+@dataclass
+class FakeModel:
+    loaded: list[tuple[str, object]] = field(default_factory=list)
+
+    def load_weights(self, weights):
+        self.loaded = list(weights)
+
+
+class FakeLLM:
+    """``LLM.generate(prompts, params, use_tqdm=...) -> [RequestOutput]`` with per-token logprob dicts."""
+
+    def __init__(self):
+        self.model = FakeModel()
+        self.llm_engine = SimpleNamespace(
+            model_executor=SimpleNamespace(driver_worker=SimpleNamespace(model_runner=SimpleNamespace(model=self.model)))
+        )
+        self.calls = []
+        self.cache_resets = 0
+
+    def generate(self, prompts, params, use_tqdm=True):
+        self.calls.append((list(prompts), params))
+        outputs = []
+        for prompt in prompts:
+            prompt_ids = [ord(c) for c in prompt]
+            samples = []
+            for j in range(params.n):
+                ids = [65 + j, 10]
+                samples.append(SimpleNamespace(
+                    text=chr(65 + j) + "\n", token_ids=ids, finish_reason="stop",
+                    logprobs=[{tok: FakeLogprob(-0.5 * (k + 1))} for k, tok in enumerate(ids)],
+                ))
+            outputs.append(SimpleNamespace(prompt_token_ids=prompt_ids, outputs=samples))
+        return outputs
+
+    def reset_prefix_cache(self):
+        self.cache_resets += 1

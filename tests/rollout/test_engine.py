@@ -1,0 +1,170 @@
+"""The rollout engine: batching per policy, AT-GRPO tree sampling, and the three reference-code defects."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from teamgym.algos import at_grpo, grpo
+from teamgym.errors import InvalidArgumentError
+from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeSampling
+from tests.rollout.fakes import ScriptedPolicy
+from tests.support.relay_env import RelayEnv
+
+SPEAKER = ["", "word is banana", "The word is {word}", "hm"]
+
+
+def _said(prompt: str) -> str:
+    return prompt.split("said: ")[1].split("\n")[0] if "said: " in prompt else ""
+
+
+def speaker_text(prompt: str, j: int) -> str:
+    word = prompt.split("secret word is ")[1].split(".")[0]
+    return SPEAKER[j % len(SPEAKER)].format(word=word)
+
+
+def listener_text(prompt: str, j: int) -> str:
+    # Branch 0 echoes what this listener was shown: it reveals the state the listener acted in.
+    return [_said(prompt), "nope", "maybe " + _said(prompt)[-5:], ""][j % 4]
+
+
+def make_engine(tree: TreeSampling, shared: bool = True, max_turns: int = 3, **kwargs) -> RolloutEngine:
+    speaker = ScriptedPolicy(speaker_text)
+    listener = speaker if shared else ScriptedPolicy(listener_text)
+    if shared:
+        speaker.text_fn = lambda p, j: speaker_text(p, j) if "secret word is" in p else listener_text(p, j)
+    return RolloutEngine(lambda: RelayEnv(max_turns=max_turns), {"speaker": speaker, "listener": listener},
+                         sampling=SamplingParams(max_tokens=16), tree=tree, **kwargs)
+
+
+def replay_reward(row: dict, batch_rows: list[dict], max_turns: int = 3) -> tuple[float, dict]:
+    """Reward of ``row``'s candidate from a fresh env that replays the episode's chosen actions before it."""
+    env = RelayEnv(max_turns=max_turns)
+    env.reset(options={"task_id": row["task_id"]})
+    path = sorted((r for r in batch_rows if r["episode_id"] == row["episode_id"] and r["chosen"]
+                   and r["step"] < row["step"]), key=lambda r: r["step"])
+    for r in path:
+        env.step(r["text"])
+    agent = env.agent_selection
+    assert agent == row["agent"]
+    env.step(row["text"])
+    return env.rewards[agent], env.infos[agent]["reward_terms"]
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "top_m"])
+def test_every_branch_is_scored_on_its_own_state(strategy):
+    engine = make_engine(TreeSampling(k=4, strategy=strategy, top_m=3), seed=3)
+    result = engine.rollout(["apple", "river", "copper"])
+    rows = result.batch.rows()
+    assert len(rows) == result.completions
+    later = [r for r in rows if r["turn"] > 0]
+    assert later, "the scripted episode must last more than one turn"
+    for row in rows:
+        reward, terms = replay_reward(row, rows)
+        assert row["rewards"] == pytest.approx(reward)
+        assert row["reward_terms"] == terms
+
+
+def test_groups_never_mix_tasks_or_episodes():
+    engine = make_engine(TreeSampling(k=4))
+    batch = engine.rollout(["apple", "river", "apple", "violet"]).batch
+    ids = batch.group_ids()
+    for g in ids.unique().tolist():
+        members = (ids == g).nonzero().flatten().tolist()
+        assert len(members) == 4
+        assert len({batch.task_id[i] for i in members}) == 1
+        assert len({batch.episode_id[i] for i in members}) == 1
+        assert len({(batch.agent[i], int(batch.turn[i]), int(batch.step[i])) for i in members}) == 1
+        assert sorted(int(batch.branch[i]) for i in members) == [0, 1, 2, 3]
+        assert int(batch.chosen[members].sum()) == 1
+        assert len({batch.anchor[i] for i in members}) == 1
+
+
+def test_later_agent_sees_the_state_its_own_branch_produced():
+    engine = make_engine(TreeSampling(k=4, strategy="top_m", top_m=3, top_m_temperature=5.0), seed=0)
+    rows = engine.rollout(["apple", "river", "copper", "violet"]).batch.rows()
+    checked = 0
+    for row in rows:
+        if row["agent"] == "listener" and row["branch"] == 0:
+            spoken = [r for r in rows if r["episode_id"] == row["episode_id"] and r["step"] == row["step"] - 1
+                      and r["chosen"]]
+            assert len(spoken) == 1 and spoken[0]["agent"] == "speaker"
+            assert row["text"] == spoken[0]["text"]
+            checked += 1
+    assert checked >= 4
+
+
+def test_chosen_branch_is_the_greedy_argmax():
+    rows = make_engine(TreeSampling(k=4)).rollout(["apple", "river"]).batch.rows()
+    nodes: dict = {}
+    for r in rows:
+        nodes.setdefault((r["episode_id"], r["step"]), []).append(r)
+    for members in nodes.values():
+        rewards = [m["rewards"] for m in sorted(members, key=lambda m: m["branch"])]
+        chosen = [m["branch"] for m in members if m["chosen"]]
+        assert chosen == [rewards.index(max(rewards))]
+
+
+def test_one_generate_call_per_policy_per_step():
+    engine = make_engine(TreeSampling(k=3), shared=False)
+    engine.rollout(["apple", "river", "copper"])
+    speaker, listener = engine.policies["speaker"], engine.policies["listener"]
+    for prompts, n in speaker.calls + listener.calls:
+        assert n == 3 and len(prompts) <= 3
+    assert len(speaker.calls[0][0]) == 3  # the first step batches all three envs' prompts
+
+
+def test_shared_policy_serves_every_role():
+    engine = make_engine(TreeSampling(k=2), shared=True)
+    result = engine.rollout(["apple"])
+    assert {r["agent"] for r in result.batch.rows()} == {"speaker", "listener"}
+    assert len(engine.policies["speaker"].calls) == len(result.batch) // 2
+
+
+def test_adaptive_k_spends_more_only_where_candidates_disagree():
+    engine = make_engine(TreeSampling(k=4, strategy="adaptive", k0=2, k_max=6))
+    result = engine.rollout(["apple", "river"])
+    rows = result.batch.rows()
+    assert result.completions == len(rows)
+    nodes: dict = {}
+    for r in rows:
+        nodes.setdefault((r["episode_id"], r["step"]), []).append(r["rewards"])
+    for rewards in nodes.values():
+        first = rewards[:2]
+        if first[0] == first[1]:
+            assert len(rewards) == 2
+        else:
+            assert len(rewards) > 2
+    assert engine.adaptive.spent == result.completions
+
+
+def test_at_grpo_on_one_agent_one_turn_equals_grpo():
+    batch = make_engine(TreeSampling(k=4), max_turns=1).rollout(["apple"]).batch
+    speaker = batch.select([a == "speaker" for a in batch.agent])
+    task = torch.zeros(len(speaker), dtype=torch.long)
+    adv = at_grpo(speaker.rewards, task, task, speaker.turn)
+    assert torch.allclose(adv, grpo(speaker.rewards, task))
+
+
+def test_unknown_agent_policy_is_named():
+    engine = RolloutEngine(lambda: RelayEnv(), {"speaker": ScriptedPolicy(speaker_text)})
+    with pytest.raises(InvalidArgumentError, match="listener"):
+        engine.rollout(["apple"])
+
+
+def test_bad_tree_settings_name_the_field():
+    with pytest.raises(InvalidArgumentError, match="k=0"):
+        TreeSampling(k=0)
+    with pytest.raises(InvalidArgumentError, match="strategy='best'"):
+        TreeSampling(strategy="best")
+
+
+def test_batch_select_concat_jsonl_roundtrip(tmp_path):
+    batch = make_engine(TreeSampling(k=2)).rollout(["apple", "river"]).batch
+    both = AgentTurnBatch.concat([batch, batch])
+    assert len(both) == 2 * len(batch)
+    chosen = batch.select(batch.chosen)
+    assert len(chosen) == int(batch.chosen.sum())
+    path = tmp_path / "rows.jsonl"
+    batch.to_jsonl(path)
+    assert len(path.read_text().splitlines()) == len(batch)
