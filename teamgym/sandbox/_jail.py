@@ -1,9 +1,9 @@
-"""Inside the fork server: enter isolation in a freshly cloned child, then run untrusted code there.
+"""Inside the fork server: isolation, entered once by the server and once per job, and the job runner.
 
-This module runs in the warm server interpreter (stdlib only, never imports teamgym). The server calls
-:func:`spawn`, which clones a child straight into new PID/mount/network/IPC namespaces (plus a user namespace
-when the server is not root). The child (PID 1 of its namespace, so every process it creates dies with it)
-sets up its jail and runs the program; it never returns to the server loop.
+This module runs in the warm server interpreter (stdlib only, never imports teamgym). At start the server
+calls :func:`setup_server` (its own mount + network namespace, plus a user namespace when not root). Per job
+it calls :func:`clone` into new PID/mount/IPC namespaces; the child (PID 1 of its namespace, so every process
+it creates dies with it) calls :func:`enter`, :func:`wire_fds` and :func:`run`, and never returns.
 """
 
 from __future__ import annotations
@@ -118,28 +118,45 @@ def _hide(hidden: str, keep: list[str]) -> None:
     _remount_readonly(hidden)
 
 
-def enter(cfg: dict, job: dict, host_uid: int, host_gid: int) -> None:
-    """Jail the calling (freshly cloned) process. Raises OSError if a required step fails."""
-    flags = cfg["flags"]
-    if flags & CLONE_NEWUSER:
+def setup_server(cfg: dict) -> list[str]:
+    """Put the server itself into a private mount (and network) namespace, built once and shared by its jobs.
+
+    Everything becomes read-only, the hidden folders empty, and the network is an empty namespace whose
+    loopback is down. Each job clones a copy of this mount table, so per-job cost is one tmpfs mount.
+    Returns the errors met; an empty list means full isolation.
+    """
+    errors: list[str] = []
+    uid, gid = os.geteuid(), os.getegid()
+    user = 0 if uid == 0 else CLONE_NEWUSER
+    if _libc.unshare(user | CLONE_NEWNS | CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        return [f"unshare(mount, net{', user' if user else ''}): {os.strerror(err)}"]
+    if user:
         _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{host_uid} {host_uid} 1")
-        _write("/proc/self/gid_map", f"{host_gid} {host_gid} 1")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
     workdir = cfg["workdir"]
-    if flags & CLONE_NEWNS:
-        _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-        for point in cfg["mountpoints"]:
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    _mount(workdir, workdir, None, _MS_BIND)  # stays writable for the degraded (no per-job mount ns) mode
+    for hidden, keep in cfg["hide"]:
+        _hide(hidden, keep)
+    for point in read_mountpoints():
+        if not point.startswith("/proc") and point != workdir and not any(
+            point == p or point.startswith(p.rstrip("/") + "/") for p, _ in cfg["hide"]
+        ):
             _remount_readonly(point)
+    return errors
+
+
+def enter(cfg: dict, job: dict) -> None:
+    """Jail the calling (freshly cloned) process. Raises OSError if a required step fails."""
+    flags, workdir = cfg["flags"], cfg["workdir"]
+    if flags & CLONE_NEWNS:
         uid, gid = cfg["uid"], cfg["gid"]
         disk = f"size={int(job['disk_mb'])}m,nr_inodes=4096,mode=0700,uid={uid},gid={gid}"
         _mount("tmpfs", workdir, "tmpfs", _MS_NOSUID | _MS_NODEV, disk)
-        for hidden, keep in cfg["hide"]:  # datasets and homes: empty, so expected outputs stay out of reach
-            _hide(hidden, keep)
-        if flags & CLONE_NEWPID:
-            try:  # a /proc of our own PID namespace: host processes become invisible
-                _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-            except OSError:
-                pass
+        if flags & CLONE_NEWPID:  # a /proc of our own PID namespace: host processes become invisible
+            _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     os.setsid()
     os.chdir(workdir)
     _set_limits(job)

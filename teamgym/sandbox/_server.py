@@ -70,7 +70,6 @@ class Server:
         self.root = os.geteuid() == 0
         self.uid = UID_BASE + slot if self.root else os.geteuid()
         self.gid = UID_BASE + slot if self.root else os.getegid()
-        self.host_uid, self.host_gid = os.geteuid(), os.getegid()
         self.base = base
         self.workdir = os.path.join(base, "job")
         os.mkdir(self.workdir, 0o700)
@@ -80,24 +79,20 @@ class Server:
         needed = [p for p in needed if os.path.isdir(p) and not any(_within(p, q) and p != q for q in needed)]
         self.hide = [(p, [n for n in needed if _within(n, p)]) for p in hide
                      if os.path.isdir(p) and not _within(base, p) and not any(_within(p, n) for n in needed)]
-        self.mountpoints = [p for p in _jail.read_mountpoints() if not p.startswith("/proc")]
         self.flags, self.warning = self._probe()
 
     def _cfg(self, flags: int) -> dict:
         return {"flags": flags, "workdir": self.workdir, "uid": self.uid, "gid": self.gid,
-                "drop_uid": self.root, "mountpoints": self.mountpoints, "hide": self.hide}
+                "drop_uid": self.root, "hide": self.hide}
 
     def _probe(self) -> tuple[int, str | None]:
-        """Find the strongest isolation this kernel grants us, by jailing a throwaway child."""
-        ns = _jail.CLONE_NEWPID | _jail.CLONE_NEWNS | _jail.CLONE_NEWNET | _jail.CLONE_NEWIPC
-        user = 0 if self.root else _jail.CLONE_NEWUSER
+        """Find the strongest isolation this kernel grants us: server namespaces, then per-job clone flags."""
+        errors = _jail.setup_server(self._cfg(0)) if os.uname().machine == "x86_64" else ["not x86_64"]
+        self.server_ns = not errors
         job = {"timeout": 1, "memory_mb": 256, "file_mb": 1, "max_processes": 64, "max_open_files": 64,
                "disk_mb": 1}
-        errors = []
-        for flags in (ns | user, _jail.CLONE_NEWPID | user, 0):
-            if os.uname().machine != "x86_64" and flags:
-                errors.append("clone() with namespaces is only wired for x86_64")
-                continue
+        full = _jail.CLONE_NEWPID | _jail.CLONE_NEWNS | _jail.CLONE_NEWIPC
+        for flags in ((full, _jail.CLONE_NEWPID, 0) if self.server_ns else (0,)):
             try:
                 pid = _jail.clone(flags)
             except OSError as exc:
@@ -106,24 +101,25 @@ class Server:
             if pid == 0:
                 code = 1
                 try:
-                    _jail.enter(self._cfg(flags), job, self.host_uid, self.host_gid)
+                    _jail.enter(self._cfg(flags), job)
                     code = 0 if (os.getpid() == 1) == bool(flags & _jail.CLONE_NEWPID) else 2
                 finally:
                     os._exit(code)
             _, status = os.waitpid(pid, 0)
             if status == 0:
                 warning = None
-                if flags != ns | user:
+                if flags != full or errors:
                     warning = ("the kernel refused namespaces (" + "; ".join(errors or ["jail setup failed"]) +
-                               f"): running with flags 0x{flags:x}; see docs/sandbox.md for what is lost")
+                               f"): server namespaces {self.server_ns}, per-job clone flags 0x{flags:x}; "
+                               "see docs/sandbox.md for what is lost")
                 return flags, warning
-            errors.append(f"jail setup with flags 0x{flags:x} failed (exit status {status})")
+            errors.append(f"jail setup with clone flags 0x{flags:x} failed (exit status {status})")
         raise SystemExit("no isolation level works: " + "; ".join(errors))
 
     def isolation(self) -> dict:
         f = self.flags
-        return {"pid_ns": bool(f & _jail.CLONE_NEWPID), "mount_ns": bool(f & _jail.CLONE_NEWNS),
-                "net_ns": bool(f & _jail.CLONE_NEWNET), "user_ns": bool(f & _jail.CLONE_NEWUSER),
+        return {"pid_ns": bool(f & _jail.CLONE_NEWPID), "mount_ns": self.server_ns and bool(f & _jail.CLONE_NEWNS),
+                "net_ns": self.server_ns, "user_ns": self.server_ns and not self.root,
                 "uid_drop": self.root, "warning": self.warning}
 
     def run(self, job: dict) -> dict:
@@ -149,7 +145,7 @@ class Server:
         if pid == 0:
             code = 125
             try:
-                _jail.enter(self._cfg(self.flags), job, self.host_uid, self.host_gid)
+                _jail.enter(self._cfg(self.flags), job)
                 _jail.wire_fds(stdin_fd, pipes[0][1], pipes[1][1], pipes[2][1])
                 code = _jail.run(job)
             finally:
