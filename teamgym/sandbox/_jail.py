@@ -217,7 +217,6 @@ def run(job: dict) -> int:
     write, dumps = os.write, json.dumps  # kept before the program can monkeypatch os or json
     streams = (sys.stdout, sys.stderr)
     pristine = dict(builtins.__dict__)
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     module = types.ModuleType("__main__")
     module.__file__ = "solution.py"
     sys.modules["__main__"] = module
@@ -287,30 +286,39 @@ def _alarm(signum: int, frame: object) -> None:
 
 
 def _run_tests(job: dict, namespace: dict, pristine: dict, report) -> None:
-    """Evaluate each test in a snapshot of the program's globals with pristine builtins."""
+    """Evaluate each test in a copy of the program's globals with the builtins as they were before it ran."""
+    setitimer, set_handler, timer = signal.setitimer, signal.signal, signal.ITIMER_REAL
     if job.get("entry_point"):
-        namespace.setdefault("candidate", namespace.get(job["entry_point"]))
+        namespace["candidate"] = namespace.get(job["entry_point"])
+    base = dict(namespace)
+    base["__builtins__"] = pristine
+    try:
+        exec(compile(job.get("setup") or "", "test_setup", "exec"), base)
+    except BaseException as exc:  # noqa: B036 - a broken setup fails every test, it does not crash the runner
+        for index in range(len(job["tests"])):
+            report({"i": index, "status": "error", "error": "test setup failed: " + _describe(exc)})
+        return
     for index, test in enumerate(job["tests"]):
-        scope = dict(namespace)
+        scope = dict(base)
         scope["__builtins__"] = dict(pristine)
-        signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, float(job["test_timeout"]))
+        set_handler(signal.SIGALRM, _alarm)
+        setitimer(timer, float(job["test_timeout"]))
         try:
             if test["kind"] == "value":
                 value = eval(compile(test["expr"], f"test_{index}", "eval"), scope)
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                setitimer(timer, 0)
                 report({"i": index, "value": encode_value(value)})
             else:
                 exec(compile(test["code"], f"test_{index}", "exec"), scope)
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                setitimer(timer, 0)
                 report({"i": index, "ok": True})
         except _TestTimeout:
             report({"i": index, "status": "timeout", "error": "the test ran past its time budget"})
         except MemoryError:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            setitimer(timer, 0)
             report({"i": index, "status": "memory", "error": "MemoryError"})
         except BaseException as exc:  # noqa: B036 - SystemExit inside a test fails that test, nothing more
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            setitimer(timer, 0)
             report({"i": index, "status": "error", "error": _describe(exc)})
 
 
