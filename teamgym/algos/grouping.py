@@ -105,17 +105,53 @@ def group_ids(*columns: Column) -> torch.Tensor:
     return combine_ids(*(factorize(column)[0] for column in columns))
 
 
+def _bincount_limit(n: int) -> int:
+    return _BINCOUNT_FACTOR * n + _BINCOUNT_SLACK
+
+
+def _nested(inner: torch.Tensor, n_inner: int, outer: torch.Tensor, n_outer: int) -> bool:
+    """Whether ``outer`` is a function of ``inner`` (dense codes): then pairs are identified by ``inner`` alone."""
+    if n_inner > _bincount_limit(inner.numel()):
+        return False
+    owner = torch.full((n_inner,), -1, dtype=torch.int64)
+    owner[inner] = outer
+    return bool(torch.equal(owner[inner], outer))
+
+
+def _radix_codes(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Codes in ``[0, n)`` for mixed-radix folding: the ids themselves when small and non-negative, else dense."""
+    if ids.numel() == 0:
+        return ids, 0
+    low, high = int(ids.min()), int(ids.max())
+    if low >= 0 and high < _bincount_limit(ids.numel()):
+        return ids, high + 1
+    return dense_ids(ids)
+
+
 def combine_ids(*id_columns: torch.Tensor) -> torch.Tensor:
-    """Dense ids of the tuples ``(a[i], b[i], ...)`` for int64 id tensors of any values (no Python loop)."""
-    combined, size = dense_ids(check_ids("ids", id_columns[0]))
+    """Dense ids of the tuples ``(a[i], b[i], ...)`` for int64 id tensors of any values (no Python loop).
+
+    Columns are folded by mixed radix while the key range stays small (no sort); when one column is a function of
+    the other (anchor ids built per group are), the finer one alone is kept; otherwise one sort.
+    """
+    combined, size = _radix_codes(check_ids("ids", id_columns[0]))
     for column in id_columns[1:]:
-        codes, n = dense_ids(check_ids("ids", column))
-        if size * n < (1 << 62):
+        codes, n = _radix_codes(check_ids("ids", column))
+        limit = _bincount_limit(codes.numel())
+        if size * n >= limit:
+            (combined, size), (codes, n) = dense_ids(combined), dense_ids(codes)
+        if size * n < limit:
+            combined, size = combined * n + codes, size * n
+        elif _nested(codes, n, combined, size):
+            combined, size = codes, n
+        elif _nested(combined, size, codes, n):
+            continue
+        elif size * n < (1 << 62):
             combined, size = dense_ids(combined * n + codes)
-        else:  # radix overflow: fall back to unique rows
+        else:  # radix overflow: unique rows
             _, combined = torch.unique(torch.stack([combined, codes], 1), dim=0, return_inverse=True)
             size = int(combined.max()) + 1 if combined.numel() else 0
-    return combined
+    return dense_ids(combined)[0]
 
 
 @dataclass(frozen=True)
@@ -126,19 +162,20 @@ class GroupStats:
     count: torch.Tensor  # (G,) float64
     mean: torch.Tensor  # (G,) float64
     std: torch.Tensor  # (G,) float64, Bessel-corrected; 0 for singleton groups
+    centred: torch.Tensor  # (N,) float64, value minus its group mean
 
 
 def group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
-    """Size, mean and Bessel-corrected std of ``values`` per id, in float64, by two ``index_add_`` passes."""
+    """Size, mean and Bessel-corrected std of ``values`` per id, in float64 (two-pass, numerically stable)."""
     ids = check_ids("group_ids", ids)
     inverse, n_groups = dense_ids(ids)
     x = values.to(torch.float64)
-    count = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, inverse, torch.ones_like(x))
-    mean = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, inverse, x) / count
+    count = torch.bincount(inverse, minlength=n_groups).to(torch.float64)
+    mean = torch.bincount(inverse, weights=x, minlength=n_groups) / count
     centred = x - mean[inverse]
-    sq = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, inverse, centred * centred)
+    sq = torch.bincount(inverse, weights=centred * centred, minlength=n_groups)
     std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
-    return GroupStats(inverse, count, mean, std)
+    return GroupStats(inverse, count, mean, std, centred)
 
 
 def normalize_in_groups(
@@ -146,8 +183,7 @@ def normalize_in_groups(
 ) -> torch.Tensor:
     """``(x - mean_g) / (std_g + eps)`` (or ``x - mean_g``) per group; singleton groups give exactly 0."""
     stats = group_stats(values, ids)
-    out = values.to(torch.float64) - stats.mean[stats.inverse]
-    if scale_by_std:
-        out = out / (stats.std[stats.inverse] + eps)
-    out = torch.where(stats.count[stats.inverse] > 1, out, torch.zeros_like(out))
-    return out.to(values.dtype)
+    if not scale_by_std:
+        return stats.centred.to(values.dtype)  # singletons: x - x/1 == 0 exactly
+    factor = torch.where(stats.count > 1, 1.0 / (stats.std + eps), torch.zeros_like(stats.std))
+    return (stats.centred * factor[stats.inverse]).to(values.dtype)

@@ -67,18 +67,36 @@ def discounted_returns(
     return out.to(rewards.dtype)
 
 
-def _one_value_per_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
-    """Index of the first row of each dense unit id; checks that ``values`` is constant within each unit."""
+def _first_row_of_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
+    """One row index per dense unit id; checks that ``values`` is constant within each unit."""
     n_units = int(unit.max()) + 1
-    first = torch.full((n_units,), unit.numel(), dtype=torch.int64)
-    first.scatter_reduce_(0, unit, torch.arange(unit.numel()), reduce="amin")
-    if not torch.allclose(values, values[first][unit], rtol=1e-6, atol=1e-6):
-        bad = int((~torch.isclose(values, values[first][unit], rtol=1e-6, atol=1e-6)).nonzero()[0])
+    rows = torch.zeros(n_units, dtype=torch.int64).scatter_(0, unit, torch.arange(unit.numel()))
+    spread = values[rows][unit]
+    if not torch.equal(spread, values) and not torch.allclose(spread, values, rtol=1e-6, atol=1e-6):
+        bad = int((~torch.isclose(values, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])
         raise InvalidArgumentError(
-            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and its "
-            f"trajectory's first row has {values[first][unit][bad].item()}: repeat the episode return on every row"
+            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and another "
+            f"row of its trajectory has {spread[bad].item()}: repeat the episode return on every row"
         )
-    return first
+    return rows
+
+
+def _two_level(
+    episode_returns: torch.Tensor,
+    step_returns: torch.Tensor,
+    episode_groups: torch.Tensor,
+    units: torch.Tensor,
+    step_groups: torch.Tensor,
+    omega: float,
+    scale_by_std: bool,
+) -> torch.Tensor:
+    """``A^E`` (GRPO over one return per unit, within ``episode_groups``) + ``omega * A^S`` (GRPO in step groups)."""
+    rows = _first_row_of_unit(episode_returns, units, "episode_returns")
+    episode_adv = normalize_in_groups(
+        episode_returns[rows].to(torch.float64), episode_groups[rows], scale_by_std=scale_by_std
+    )
+    step_adv = normalize_in_groups(step_returns.to(torch.float64), step_groups, scale_by_std=scale_by_std)
+    return (episode_adv[units] + omega * step_adv).to(episode_returns.dtype)
 
 
 @register_advantage("gigpo")
@@ -123,15 +141,9 @@ def gigpo(
     check_positive("omega", omega, allow_zero=True)
     if n == 0:
         return episode_returns.clone()
-    trajectory = combine_ids(group_ids, trajectory_ids)
-    first = _one_value_per_unit(episode_returns, trajectory, "episode_returns")
-    episode_adv = normalize_in_groups(episode_returns[first], group_ids[first], scale_by_std=scale_by_std)
-    step_adv = normalize_in_groups(
-        step_returns, combine_ids(group_ids, anchor_ids), scale_by_std=scale_by_std
-    )
-    return (episode_adv[trajectory].to(torch.float64) + omega * step_adv.to(torch.float64)).to(
-        episode_returns.dtype
-    )
+    units = combine_ids(group_ids, trajectory_ids)
+    step_groups = combine_ids(group_ids, anchor_ids)
+    return _two_level(episode_returns, step_returns, group_ids, units, step_groups, omega, scale_by_std)
 
 
 @register_advantage("team_gigpo")
@@ -164,17 +176,25 @@ def team_gigpo(
         omega: weight of the step-level term.
         scale_by_std: divide by group stds (both levels).
     """
-    agent_ids = check_ids("agent_ids", agent_ids)
-    trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
+    episode_returns = check_values("episode_returns", episode_returns)
+    step_returns = check_values("step_returns", step_returns)
     group_ids = check_ids("group_ids", group_ids)
+    trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
+    agent_ids = check_ids("agent_ids", agent_ids)
     anchor_ids = check_ids("anchor_ids", anchor_ids)
-    check_same_length(trajectory_ids=trajectory_ids, agent_ids=agent_ids, group_ids=group_ids)
-    return gigpo(
-        episode_returns,
-        step_returns,
-        combine_ids(group_ids, agent_ids),
-        trajectory_ids,
-        anchor_ids,
-        omega=omega,
-        scale_by_std=scale_by_std,
+    n = check_same_length(
+        episode_returns=episode_returns,
+        step_returns=step_returns,
+        group_ids=group_ids,
+        trajectory_ids=trajectory_ids,
+        agent_ids=agent_ids,
+        anchor_ids=anchor_ids,
     )
+    check_positive("omega", omega, allow_zero=True)
+    if n == 0:
+        return episode_returns.clone()
+    episode_groups = combine_ids(group_ids, agent_ids)
+    units = combine_ids(episode_groups, trajectory_ids)
+    # (group, anchor) first: anchors are usually built per group, so that fold needs no sort
+    step_groups = combine_ids(combine_ids(group_ids, anchor_ids), agent_ids)
+    return _two_level(episode_returns, step_returns, episode_groups, units, step_groups, omega, scale_by_std)

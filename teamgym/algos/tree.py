@@ -76,6 +76,8 @@ def tree_values(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> TreeValues
         if bool((up < 0).all()):
             break
         root = torch.where(up >= 0, up, root)
+    else:
+        raise InvalidArgumentError("parents contains a cycle: every chain must end at a root (parent -1)")
     value = reward_sum / leaf_count.clamp_min(1.0)
     return TreeValues(value, leaf_count, root, is_leaf)
 
