@@ -1,0 +1,21 @@
+"""Training: the config, the trainer, checkpoints, metrics and the ``teamgym train`` command.
+
+>>> from teamgym.train import TrainConfig
+>>> TrainConfig().algo
+'at_grpo'
+"""
+
+from __future__ import annotations
+
+from teamgym.train.config import TrainConfig
+
+__all__ = ["TrainConfig", "Trainer", "train"]
+
+
+def __getattr__(name: str):
+    # The trainer pulls in transformers (optional extra ``hf``): import it on first use.
+    if name in ("Trainer", "train"):
+        from teamgym.train import trainer
+
+        return getattr(trainer, name)
+    raise AttributeError(f"module 'teamgym.train' has no attribute {name!r}")

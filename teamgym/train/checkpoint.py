@@ -1,0 +1,129 @@
+"""Atomic, verified checkpoints: write to a temp dir, fsync, ``os.replace``; keep the last N; load the newest valid.
+
+Layout: ``<output_dir>/checkpoints/step_00000010/{state.pt, manifest.json}``. The manifest records the step and the
+SHA-256 and size of every file; a checkpoint whose manifest is missing or whose files do not match it (a ``kill -9``
+mid-write leaves only a ``.tmp-*`` dir, but a disk error or a manual edit can corrupt a finished one) is skipped
+with a warning naming it, and the previous one is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from teamgym.errors import CheckpointError
+
+__all__ = ["save_checkpoint", "load_latest_checkpoint", "list_checkpoints", "verify_checkpoint"]
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "state.pt"
+MANIFEST = "manifest.json"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(root: str | Path, step: int, state: dict[str, Any], *, keep: int = 2) -> Path:
+    """Write ``state`` as the checkpoint of ``step`` (steps completed) atomically; prune to the newest ``keep``."""
+    root = Path(root) / "checkpoints"
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"step_{step:08d}"
+    tmp = root / f".tmp-step_{step:08d}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    state_path = tmp / STATE_FILE
+    with open(state_path, "wb") as fh:
+        torch.save(state, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    manifest = {"format": 1, "step": step,
+                "files": {STATE_FILE: {"sha256": _sha256(state_path), "bytes": state_path.stat().st_size}}}
+    with open(tmp / MANIFEST, "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, indent=2)
+        fh.flush()
+        os.fsync(fh.fileno())
+    _fsync_dir(tmp)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    _fsync_dir(root)
+    for old in list_checkpoints(root.parent)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def list_checkpoints(output_dir: str | Path) -> list[Path]:
+    """Finished checkpoint dirs under ``output_dir``, oldest first (temp dirs of interrupted writes excluded)."""
+    root = Path(output_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_"))
+
+
+def verify_checkpoint(path: str | Path) -> str | None:
+    """``None`` when ``path`` matches its manifest, else the reason it does not."""
+    path = Path(path)
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        files = manifest["files"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return f"manifest unreadable ({err.__class__.__name__}: {err})"
+    for name, meta in files.items():
+        file = path / name
+        if not file.is_file():
+            return f"{name} is missing"
+        if file.stat().st_size != meta["bytes"]:
+            return f"{name} has {file.stat().st_size} bytes, the manifest says {meta['bytes']} (truncated?)"
+        if _sha256(file) != meta["sha256"]:
+            return f"{name} does not match its SHA-256 checksum (corrupt)"
+    return None
+
+
+def load_latest_checkpoint(output_dir: str | Path) -> tuple[int, dict[str, Any]] | None:
+    """``(step, state)`` of the newest valid checkpoint, falling back over invalid ones; ``None`` if there is none.
+
+    Raises:
+        CheckpointError: checkpoints exist but none is valid (each is named with its defect).
+    """
+    candidates = list_checkpoints(output_dir)
+    if not candidates:
+        return None
+    problems = []
+    for path in reversed(candidates):
+        reason = verify_checkpoint(path)
+        if reason is None:
+            try:
+                state = torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
+            except Exception as err:  # a file that passes the checksum but fails to unpickle: report, fall back
+                reason = f"{STATE_FILE} could not be loaded ({err.__class__.__name__}: {err})"
+            else:
+                if problems:
+                    logger.warning("resuming from %s instead: %s", path, "; ".join(problems))
+                return int(state["step"]), state
+        problems.append(f"checkpoint {path} is invalid: {reason}")
+        logger.warning("checkpoint %s is invalid (%s); falling back to the previous one", path, reason)
+    raise CheckpointError(
+        "no valid checkpoint to resume from: " + "; ".join(problems)
+        + ". Delete the bad checkpoint dirs to start from scratch, or restore them from a backup."
+    )

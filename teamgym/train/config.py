@@ -1,0 +1,225 @@
+"""``TrainConfig``: every knob of a training run, documented once, validated on construction.
+
+The defaults are the embedded main job (the README's first command): a tiny character-level GPT-2 trained with
+AT-GRPO on ``plan_path-v0`` 4x4 grids on two CPU cores, after a short warm-start SFT stage on the env's scripted
+oracle. Values follow AT-GRPO (arXiv 2510.11062: K = 4, greedy advance, alpha = 1, PPO clip 0.2, token-mean, no
+KL, one epoch) unless a field says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from teamgym.errors import InvalidArgumentError
+
+__all__ = ["TrainConfig"]
+
+
+@dataclass
+class TrainConfig:
+    """A training run.
+
+    Attributes:
+        env_id: registered env to train on.
+        env_kwargs: options for ``teamgym.make`` (merged over the preset's; e.g. ``{"size": 4}``).
+        algo: advantage estimator by registry name (``teamgym.algos.list_advantages()``); tree rollouts support
+            ``at_grpo`` (default), ``grpo``, ``dr_grpo``, ``rloo``, ``dr_mas``, ``mhgpo`` (groups = tree nodes).
+        steps: RL steps (one rollout + one update each).
+        output_dir: where ``metrics.jsonl``, checkpoints, the plot and ``summary.json`` go.
+        seed: seeds the model init, the sampler and the task draws.
+        tasks_per_step: episodes (distinct tasks) per step; each node samples ``k`` candidates.
+        k: candidates per (agent, step) node (AT-GRPO: 4).
+        strategy: tree advance rule: ``greedy`` (AT-GRPO), ``top_m`` or ``adaptive`` (see ``TreeSampling``).
+        top_m: ``top_m`` strategy: advance among the m best.
+        k0: ``adaptive`` strategy: first candidates per node.
+        k_max: ``adaptive`` strategy: most candidates per node.
+        prompt_format: ``compact`` (the env preset's short prompts, for the tiny model) or ``env`` (raw prompts).
+        model: ``tiny`` (built in code, no download) or a local path to a transformers checkpoint.
+        n_layer: tiny model layers.
+        n_embd: tiny model width.
+        n_head: tiny model attention heads.
+        shared_model: one model for all roles (True) or one model and optimizer per role.
+        lora_rank: > 0 wraps a pretrained ``model`` in a peft LoRA adapter of this rank (0 = full fine-tune).
+        device: ``cpu`` or ``cuda``.
+        max_new_tokens: completion budget (0 = the preset's).
+        temperature: sampling temperature for training rollouts (evaluation is greedy).
+        lr: Adam learning rate of every role.
+        role_lr: per-role learning rates overriding ``lr`` (needs ``shared_model=False``), e.g. ``{"tool": 1e-4}``.
+        weight_decay: AdamW weight decay.
+        micro_batch_size: rows per forward/backward pass (gradients are accumulated over the batch).
+        epochs: passes over each rollout batch (AT-GRPO: 1).
+        clip_low: PPO lower clip (0.2).
+        clip_high: PPO upper clip (0.2 PPO; 0.28 DAPO clip-higher).
+        dual_clip: dual-clip bound for negative advantages (AT-GRPO: 3.0; None disables).
+        aggregation: loss aggregation: ``token-mean`` | ``seq-mean-token-mean`` | ``seq-mean-token-sum-norm``.
+        kl_coef: weight of the k3 KL to the sampling policy's logprobs (0 = none, as AT-GRPO and DAPO).
+        entropy_coef: entropy bonus weight (0 = none).
+        max_grad_norm: gradient clipping norm.
+        drop_zero_variance: DAPO dynamic sampling: drop groups whose rewards are all equal (they carry no gradient).
+        sft_steps: warm-start SFT steps on the preset's scripted demonstrations before RL (0 = none).
+        sft_lr: SFT learning rate.
+        sft_batch_size: demonstrations per SFT step.
+        eval_tasks: held-out tasks for the before/after evaluation (greedy, one sample per node).
+        eval_every: also evaluate every N RL steps (0 = only before and after).
+        heldout_offset: held-out task ids are ``heldout_offset + i``; training draws ids below it.
+        checkpoint_every: write a checkpoint every N steps (the last step always gets one).
+        keep_checkpoints: checkpoints kept on disk (older ones are deleted after a new one is verified).
+        env_workers: threads stepping envs in parallel (sandbox envs release the GIL).
+        torch_threads: intra-op threads of torch (0 = leave torch's default).
+        tensorboard: also log to TensorBoard (needs the ``tensorboard`` package).
+        wandb: also log to Weights & Biases (needs ``wandb``; offline unless you log in).
+        progress_bar: show a tqdm bar.
+        plot: write ``learning_curves.png`` at the end (needs matplotlib).
+        save_batches: write each step's agent-turn batch as ``batches/step_N.jsonl`` (for inspection).
+    """
+
+    env_id: str = "plan_path-v0"
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    algo: str = "at_grpo"
+    steps: int = 40
+    output_dir: str = "runs/plan_path"
+    seed: int = 0
+    tasks_per_step: int = 8
+    k: int = 4
+    strategy: str = "greedy"
+    top_m: int = 2
+    k0: int = 2
+    k_max: int = 8
+    prompt_format: str = "compact"
+    model: str = "tiny"
+    n_layer: int = 2
+    n_embd: int = 64
+    n_head: int = 2
+    shared_model: bool = True
+    lora_rank: int = 0
+    device: str = "cpu"
+    max_new_tokens: int = 0
+    temperature: float = 1.0
+    lr: float = 5e-4
+    role_lr: dict[str, float] = field(default_factory=dict)
+    weight_decay: float = 0.0
+    micro_batch_size: int = 64
+    epochs: int = 1
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    dual_clip: float | None = 3.0
+    aggregation: str = "token-mean"
+    kl_coef: float = 0.0
+    entropy_coef: float = 0.0
+    max_grad_norm: float = 1.0
+    drop_zero_variance: bool = False
+    sft_steps: int = 150
+    sft_lr: float = 3e-3
+    sft_batch_size: int = 32
+    eval_tasks: int = 100
+    eval_every: int = 0
+    heldout_offset: int = 1_000_000
+    checkpoint_every: int = 10
+    keep_checkpoints: int = 2
+    env_workers: int = 0
+    torch_threads: int = 0
+    tensorboard: bool = False
+    wandb: bool = False
+    progress_bar: bool = True
+    plot: bool = True
+    save_batches: bool = False
+
+    def __post_init__(self) -> None:
+        from teamgym.algos import AGGREGATIONS
+
+        positive = ("steps", "tasks_per_step", "k", "top_m", "k0", "k_max", "n_layer", "n_embd", "n_head",
+                    "micro_batch_size", "epochs", "sft_batch_size", "checkpoint_every", "keep_checkpoints")
+        for name in positive:
+            _check_int(name, getattr(self, name), 1)
+        for name in ("max_new_tokens", "sft_steps", "eval_tasks", "eval_every", "env_workers", "torch_threads",
+                     "lora_rank", "seed", "heldout_offset"):
+            _check_int(name, getattr(self, name), 0)
+        for name in ("lr", "sft_lr", "max_grad_norm"):
+            _check_float(name, getattr(self, name), low=0.0, inclusive=False)
+        for name in ("weight_decay", "kl_coef", "entropy_coef", "temperature", "clip_high"):
+            _check_float(name, getattr(self, name), low=0.0, inclusive=True)
+        if not 0 <= self.clip_low < 1:
+            raise InvalidArgumentError(f"clip_low={self.clip_low!r}: expected a float in [0, 1), e.g. 0.2")
+        if self.dual_clip is not None and not (isinstance(self.dual_clip, (int, float)) and self.dual_clip > 1):
+            raise InvalidArgumentError(f"dual_clip={self.dual_clip!r}: expected a float > 1 (AT-GRPO: 3.0) or None")
+        _check_choice("strategy", self.strategy, ("greedy", "top_m", "adaptive"))
+        _check_choice("prompt_format", self.prompt_format, ("compact", "env"))
+        _check_choice("aggregation", self.aggregation, AGGREGATIONS)
+        if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
+            raise InvalidArgumentError(f"device={self.device!r}: expected 'cpu' or 'cuda' (or 'cuda:N')")
+        if self.strategy == "adaptive" and not self.k0 <= self.k <= self.k_max:
+            raise InvalidArgumentError(
+                f"k0={self.k0}, k={self.k}, k_max={self.k_max}: the adaptive strategy needs k0 <= k <= k_max"
+            )
+        if self.role_lr and self.shared_model:
+            raise InvalidArgumentError(
+                f"role_lr={self.role_lr!r} needs one model per role: set shared_model=False (--no-shared-model)"
+            )
+        for role, value in self.role_lr.items():
+            _check_float(f"role_lr[{role!r}]", value, low=0.0, inclusive=False)
+        if self.model != "tiny" and not Path(self.model).exists():
+            raise InvalidArgumentError(
+                f"model={self.model!r}: expected 'tiny' or an existing local directory with a transformers "
+                "checkpoint (no hub download is attempted)"
+            )
+        if not isinstance(self.env_kwargs, dict):
+            raise InvalidArgumentError(f"env_kwargs={self.env_kwargs!r}: expected a dict of env options")
+        from teamgym.algos import list_advantages
+        from teamgym.errors import UnknownNameError
+
+        if self.algo not in list_advantages():
+            raise UnknownNameError(self.algo, "advantage estimator (config field 'algo')", list_advantages())
+
+    # ------------------------------------------------------------------ files
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        """Build from a dict, naming unknown fields and the closest known ones."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            from teamgym.errors import closest_names
+
+            hints = {name: closest_names(name, known) for name in unknown}
+            raise InvalidArgumentError(
+                f"unknown config fields {unknown}: closest known names {hints}; see `teamgym train --help`"
+            )
+        return cls(**values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> TrainConfig:
+        """Load a JSON config file (keys are field names)."""
+        try:
+            values = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise InvalidArgumentError(f"config file {str(path)!r} could not be read as JSON ({err}): fix or "
+                                       "regenerate it (the output dir's config.json is a valid example)") from None
+        if not isinstance(values, dict):
+            raise InvalidArgumentError(f"config file {str(path)!r} holds a {type(values).__name__}: expected an "
+                                       "object of field names to values")
+        return cls.from_dict(values)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgumentError(f"config field {name}={value!r}: expected an int >= {minimum}")
+
+
+def _check_float(name: str, value: Any, *, low: float, inclusive: bool) -> None:
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and (value >= low if inclusive else value > low)
+    if not ok:
+        bound = ">=" if inclusive else ">"
+        raise InvalidArgumentError(f"config field {name}={value!r}: expected a number {bound} {low}")
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise InvalidArgumentError(f"config field {name}={value!r}: expected one of {', '.join(choices)}")

@@ -1,0 +1,139 @@
+"""Metrics: one JSON row per step in ``metrics.jsonl`` (rewritten safely on resume), optional TensorBoard / W&B,
+and the learning-curve plot written at the end of a run."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from teamgym.errors import DependencyNotInstalled
+
+__all__ = ["MetricsLogger", "plot_learning_curves", "read_metrics"]
+
+METRICS_FILE = "metrics.jsonl"
+
+
+def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
+    """The rows of ``metrics.jsonl`` (a torn last line from a crash is ignored)."""
+    path = Path(output_dir) / METRICS_FILE
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+class MetricsLogger:
+    """Append per-step rows to ``metrics.jsonl`` and mirror them to TensorBoard / W&B when asked.
+
+    Args:
+        output_dir: the run directory.
+        resume_step: steps already completed by the checkpoint being resumed: rows with ``step >= resume_step`` (written
+            after that checkpoint, before a crash) are dropped so that no step appears twice.
+        tensorboard, wandb: mirror rows to these backends.
+        run_config: stored with the W&B run.
+    """
+
+    def __init__(self, output_dir: str | Path, *, resume_step: int = 0, tensorboard: bool = False,
+                 wandb: bool = False, run_config: Mapping[str, Any] | None = None):
+        self.path = Path(output_dir) / METRICS_FILE
+        kept = [r for r in read_metrics(output_dir) if r.get("step", -1) < resume_step]
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for row in kept:
+                fh.write(json.dumps(row) + "\n")
+        os.replace(tmp, self.path)
+        self._tb = None
+        self._wandb = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                raise DependencyNotInstalled("tensorboard", "dev", "TensorBoard logging (pip install tensorboard)") from None
+            self._tb = SummaryWriter(str(Path(output_dir) / "tensorboard"))
+        if wandb:
+            try:
+                import wandb as wandb_module
+            except ImportError:
+                raise DependencyNotInstalled("wandb", "dev", "W&B logging (pip install wandb)") from None
+            self._wandb = wandb_module.init(project="teamgym", dir=str(output_dir), config=dict(run_config or {}),
+                                            resume="allow")
+
+    def log(self, row: Mapping[str, Any]) -> None:
+        """Append one row (flushed and fsynced: a crash right after it keeps it)."""
+        clean = {k: _json_number(v) for k, v in row.items()}
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(clean) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        step = int(clean["step"])
+        numbers = {k: v for k, v in clean.items() if isinstance(v, (int, float)) and k != "step"}
+        if self._tb is not None:
+            for key, value in numbers.items():
+                self._tb.add_scalar(key, value, step)
+        if self._wandb is not None:
+            self._wandb.log(numbers, step=step)
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def plot_learning_curves(output_dir: str | Path, *, before: float | None = None, after: float | None = None,
+                         sft_after: float | None = None) -> Path:
+    """Write ``learning_curves.png``: mean reward per agent, training success, held-out success, KL and entropy."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise DependencyNotInstalled("matplotlib", "plot", "the learning-curve plot") from None
+    rows = read_metrics(output_dir)
+    steps = [r["step"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    reward_keys = sorted(k for k in (rows[0] if rows else {}) if k.startswith("reward/") and k.endswith("/mixed"))
+    for key in reward_keys:
+        axes[0].plot(steps, [r.get(key) for r in rows], label=key.split("/")[1])
+    axes[0].set_title("mean reward per agent (all candidates)")
+    axes[0].set_xlabel("RL step")
+    axes[0].legend()
+    axes[1].plot(steps, [r.get("success") for r in rows], label="training episodes (sampled)")
+    evals = [(r["step"], r["eval/success"]) for r in rows if r.get("eval/success") is not None]
+    if evals:
+        axes[1].plot(*zip(*evals), "o-", label="held-out (greedy)")
+    for value, label, style in ((before, "held-out before (random init)", ":"),
+                                (sft_after, "held-out after SFT warm start", "--"),
+                                (after, "held-out after RL", "-")):
+        if value is not None:
+            axes[1].axhline(value, linestyle=style, color="gray" if style != "-" else "black", label=label)
+    axes[1].set_ylim(-0.02, 1.02)
+    axes[1].set_title("success rate")
+    axes[1].set_xlabel("RL step")
+    axes[1].legend(fontsize=7)
+    axes[2].plot(steps, [r.get("entropy") for r in rows], label="entropy")
+    axes[2].plot(steps, [r.get("kl") for r in rows], label="approx KL to sampler")
+    axes[2].set_title("policy statistics")
+    axes[2].set_xlabel("RL step")
+    axes[2].legend()
+    fig.tight_layout()
+    path = Path(output_dir) / "learning_curves.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

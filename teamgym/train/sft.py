@@ -1,0 +1,79 @@
+"""Warm-start SFT on scripted demonstrations: play the env with its expert, learn its completions by likelihood.
+
+Demonstrations are collected once from training task ids (never the held-out ones) by stepping the env with the
+preset's scripted expert; each step is one (agent, prompt, completion) example, the completion ended with the
+tokenizer's end-of-sequence token so the model learns to stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from teamgym.errors import InvalidArgumentError
+from teamgym.rollout.engine import _episode_over
+from teamgym.rollout.hf import HFPolicy
+from teamgym.train.presets import Preset
+
+__all__ = ["Demonstration", "collect_demonstrations", "sft_step"]
+
+
+@dataclass(frozen=True)
+class Demonstration:
+    agent: str
+    prompt: str
+    completion: str
+
+
+def collect_demonstrations(env_fn: Callable[[], Any], preset: Preset, task_ids: Sequence[Any]) -> list[Demonstration]:
+    """Every step of the preset's expert playing each task in ``task_ids``."""
+    if preset.demonstration is None:
+        raise InvalidArgumentError(
+            "sft_steps > 0 but this env has no scripted demonstrations in its preset: set sft_steps=0 "
+            "(or prompt_format='compact' for an env with a preset)"
+        )
+    env = env_fn()
+    demos = []
+    try:
+        for task_id in task_ids:
+            env.reset(options={"task_id": task_id})
+            while not _episode_over(env):
+                agent = env.agent_selection
+                completion = preset.demonstration(env, agent)
+                demos.append(Demonstration(agent, preset.prompt(env, agent), completion))
+                env.step(completion)
+    finally:
+        env.close()
+    return demos
+
+
+def sft_step(demos: Sequence[Demonstration], policies: Mapping[str, HFPolicy],
+             optimizers: Mapping[int, torch.optim.Optimizer], rng: np.random.Generator, batch_size: int,
+             max_grad_norm: float) -> float:
+    """One SFT step on ``batch_size`` demonstrations drawn from ``demos``; returns the mean token NLL."""
+    picks = rng.choice(len(demos), size=min(batch_size, len(demos)), replace=False)
+    by_model: dict[int, list[Demonstration]] = {}
+    for index in picks:
+        demo = demos[int(index)]
+        by_model.setdefault(id(policies[demo.agent]), []).append(demo)
+    losses = []
+    for key, chosen in by_model.items():
+        policy = next(p for p in policies.values() if id(p) == key)
+        optimizer = optimizers[key]
+        optimizer.zero_grad(set_to_none=True)
+        prompts = policy.encode([d.prompt for d in chosen])
+        eos = policy.tokenizer.eos_token_id
+        completions = [ids + [eos] for ids in policy.tokenizer([d.completion for d in chosen],
+                                                                add_special_tokens=False)["input_ids"]]
+        logprobs, _, mask = policy.score(prompts, completions)
+        loss = -(logprobs * mask).sum() / mask.sum().clamp_min(1.0)
+        loss.backward()
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        optimizer.step()
+        losses.append(loss.item())
+    return float(np.mean(losses))

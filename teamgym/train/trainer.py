@@ -1,0 +1,324 @@
+"""``Trainer``: rollouts with tree sampling, advantages by registry name, PPO-clip updates, metrics, checkpoints.
+
+A run: build the policies -> evaluate held-out success (greedy) -> optional warm-start SFT on scripted
+demonstrations (then evaluate again) -> ``steps`` RL steps -> evaluate -> ``summary.json`` and the plot. Every step
+draws its tasks from ``(seed, step)`` alone, and every random stream the run uses (torch's global RNG, each policy's
+sampling generator, the engine's generator, Python's ``random``) is saved in the checkpoints, so ``--resume``
+continues the exact run: a run interrupted at any point (even ``kill -9``) and resumed writes each step once to
+``metrics.jsonl`` and ends with the same weights as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import teamgym
+from teamgym.algos import dynamic_sampling_mask, informative_groups_per_1000
+from teamgym.errors import InvalidArgumentError
+from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling
+from teamgym.rollout.hf import HFPolicy
+from teamgym.rollout.sampling import SamplingParams
+from teamgym.train.advantages import compute_advantages
+from teamgym.train.checkpoint import list_checkpoints, load_latest_checkpoint, save_checkpoint
+from teamgym.train.config import TrainConfig
+from teamgym.train.metrics import MetricsLogger, plot_learning_curves
+from teamgym.train.presets import get_preset
+from teamgym.train.sft import collect_demonstrations, sft_step
+from teamgym.train.update import policy_update
+
+__all__ = ["Trainer", "train"]
+
+logger = logging.getLogger(__name__)
+
+#: Training tasks for the SFT demonstration pool (drawn from the training id range).
+SFT_TASKS = 300
+#: Envs evaluated together in one lockstep rollout.
+EVAL_CHUNK = 50
+
+
+class Trainer:
+    """Train a team of LLM agents on one env. See the module docstring.
+
+    Args:
+        config: the run's settings.
+        resume: continue from the newest valid checkpoint in ``config.output_dir`` (start fresh if there is none).
+    """
+
+    def __init__(self, config: TrainConfig, *, resume: bool = False):
+        self.config = config
+        self.resume = resume
+        self.output_dir = Path(config.output_dir)
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        if config.torch_threads:
+            torch.set_num_threads(config.torch_threads)
+        self.preset = get_preset(config.env_id, config.prompt_format)
+        self.env_kwargs = {**self.preset.env_kwargs, **config.env_kwargs}
+        teamgym.make(config.env_id, **self.env_kwargs).close()  # fail now, naming the bad option, not mid-run
+        self.roles = list(teamgym.make(config.env_id, **self.env_kwargs).possible_agents)
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        self.policies = self._build_policies()
+        self.optimizers = {id(p): self._optimizer(p, self._lr(name)) for name, p in self._named_policies().items()}
+        max_tokens = config.max_new_tokens or self.preset.max_tokens
+        self.sampling = SamplingParams(temperature=config.temperature, max_tokens=max_tokens)
+        self.eval_sampling = SamplingParams(temperature=0.0, max_tokens=max_tokens)
+        self.tree = TreeSampling(k=config.k, strategy=config.strategy, top_m=config.top_m, k0=config.k0,
+                                 k_max=config.k_max)
+        self.engine = RolloutEngine(self._env_fn, self.policies, sampling=self.sampling, tree=self.tree,
+                                    prompt_formatter=self.preset.prompt, env_workers=config.env_workers,
+                                    seed=config.seed)
+        self.step = 0
+        self.evals: dict[str, float] = {}
+        self.sft_done = False
+        self.wall_before = 0.0
+
+    # ------------------------------------------------------------------ construction
+    def _env_fn(self) -> Any:
+        return teamgym.make(self.config.env_id, **self.env_kwargs)
+
+    def _new_policy(self, name: str, seed: int) -> HFPolicy:
+        c = self.config
+        if c.model == "tiny":
+            policy = HFPolicy.tiny(seed=seed, n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head, name=name)
+            policy.model.to(c.device)
+            policy.device = torch.device(c.device)
+            policy.generator = torch.Generator(device=c.device)
+            policy.generator.manual_seed(seed)
+            return policy
+        return HFPolicy.from_pretrained(c.model, device=c.device, lora_rank=c.lora_rank, seed=seed, name=name)
+
+    def _build_policies(self) -> dict[str, HFPolicy]:
+        if self.config.shared_model:
+            shared = self._new_policy("shared", self.config.seed)
+            return {role: shared for role in self.roles}
+        return {role: self._new_policy(role, self.config.seed + i) for i, role in enumerate(self.roles)}
+
+    def _named_policies(self) -> dict[str, HFPolicy]:
+        """Each distinct policy once, by name (``shared`` or the role)."""
+        out: dict[str, HFPolicy] = {}
+        for policy in self.policies.values():
+            out.setdefault(policy.name, policy)
+        return out
+
+    def _lr(self, name: str) -> float:
+        return self.config.role_lr.get(name, self.config.lr)
+
+    def _optimizer(self, policy: HFPolicy, lr: float) -> torch.optim.Optimizer:
+        params = [p for p in policy.model.parameters() if p.requires_grad]
+        return torch.optim.AdamW(params, lr=lr, weight_decay=self.config.weight_decay)
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        named = self._named_policies()
+        return {
+            "step": self.step,
+            "config": self.config.to_dict(),
+            "models": {n: p.model.state_dict() for n, p in named.items()},
+            "optimizers": {n: self.optimizers[id(p)].state_dict() for n, p in named.items()},
+            "policy_rng": {n: p.rng_state() for n, p in named.items()},
+            "engine": self.engine.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "python_random": random.getstate(),
+            "evals": dict(self.evals),
+            "sft_done": self.sft_done,
+            "wall_seconds": self.wall_before + (time.perf_counter() - self._started),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        named = self._named_policies()
+        if set(state["models"]) != set(named):
+            raise InvalidArgumentError(
+                f"the checkpoint holds models {sorted(state['models'])} but this config builds {sorted(named)}: "
+                "resume with the config the run started with (its output dir's config.json)"
+            )
+        for name, policy in named.items():
+            policy.model.load_state_dict(state["models"][name])
+            self.optimizers[id(policy)].load_state_dict(state["optimizers"][name])
+            policy.set_rng_state(state["policy_rng"][name])
+        self.engine.load_state_dict(state["engine"])
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_random"])
+        self.step = int(state["step"])
+        self.evals = dict(state["evals"])
+        self.sft_done = bool(state["sft_done"])
+        self.wall_before = float(state.get("wall_seconds", 0.0))
+
+    def _checkpoint(self) -> None:
+        save_checkpoint(self.output_dir, self.step, self.state_dict(), keep=self.config.keep_checkpoints)
+
+    # ------------------------------------------------------------------ tasks and evaluation
+    def task_ids(self, step: int) -> list[int]:
+        """The training tasks of ``step`` (a function of the seed and the step only)."""
+        rng = np.random.default_rng([self.config.seed, step])
+        return [int(t) for t in rng.integers(0, self.config.heldout_offset, self.config.tasks_per_step)]
+
+    def heldout_ids(self) -> list[int]:
+        return [self.config.heldout_offset + i for i in range(self.config.eval_tasks)]
+
+    def evaluate(self) -> dict[str, float]:
+        """Greedy, one sample per node, on the held-out tasks: success rate and mean team return."""
+        ids = self.heldout_ids()
+        if not ids:
+            return {"success": float("nan"), "team_return": float("nan")}
+        episodes = []
+        for start in range(0, len(ids), EVAL_CHUNK):
+            result = self.engine.rollout(ids[start:start + EVAL_CHUNK], episode_prefix="eval",
+                                         tree=TreeSampling(k=1), sampling=self.eval_sampling)
+            episodes.extend(result.episodes)
+        success = float(np.mean([bool(e.get("success")) for e in episodes]))
+        team = float(np.mean([np.mean(list(e.get("team_returns", {0: 0.0}).values())) for e in episodes]))
+        return {"success": success, "team_return": team}
+
+    # ------------------------------------------------------------------ the run
+    def train(self) -> dict[str, Any]:
+        """Run (or resume) to ``config.steps``; returns the summary also written to ``summary.json``."""
+        self._started = time.perf_counter()
+        c = self.config
+        loaded = load_latest_checkpoint(self.output_dir) if self.resume else None
+        if loaded is not None:
+            self.load_state_dict(loaded[1])
+            logger.info("resumed from step %d", self.step)
+        elif self.resume:
+            logger.info("no checkpoint in %s: starting from scratch", self.output_dir)
+        elif list_checkpoints(self.output_dir):
+            raise InvalidArgumentError(
+                f"output_dir={str(self.output_dir)!r} already holds checkpoints of a run: pass --resume to continue "
+                "it, or choose a new --output-dir"
+            )
+        c.save(self.output_dir / "config.json")
+        metrics = MetricsLogger(self.output_dir, resume_step=self.step, tensorboard=c.tensorboard, wandb=c.wandb,
+                                run_config=c.to_dict())
+        try:
+            if loaded is None:
+                self._warm_start()
+            self._rl_loop(metrics)
+        finally:
+            metrics.close()
+        return self._finish()
+
+    def _warm_start(self) -> None:
+        c = self.config
+        self.evals["before"] = self.evaluate()["success"]
+        if c.sft_steps > 0:
+            rng = np.random.default_rng([c.seed, 2**31 - 1])
+            tasks = [int(t) for t in rng.integers(0, c.heldout_offset, SFT_TASKS)]
+            demos = collect_demonstrations(self._env_fn, self.preset, tasks)
+            optimizers = {id(p): torch.optim.AdamW(p.model.parameters(), lr=c.sft_lr)
+                          for p in self._named_policies().values()}
+            losses = []
+            for _ in range(c.sft_steps):
+                losses.append(sft_step(demos, self.policies, optimizers, rng, c.sft_batch_size, c.max_grad_norm))
+            self.evals["sft_loss"] = float(np.mean(losses[-10:]))
+            self.evals["after_sft"] = self.evaluate()["success"]
+        self.sft_done = True
+        self._checkpoint()
+
+    def _rl_loop(self, metrics: MetricsLogger) -> None:
+        c = self.config
+        bar = None
+        if c.progress_bar:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=c.steps, initial=self.step, desc="RL steps", unit="step")
+        try:
+            while self.step < c.steps:
+                row = self._rl_step()
+                self.step += 1
+                if c.eval_every and self.step % c.eval_every == 0 and self.step < c.steps:
+                    row["eval/success"] = self.evaluate()["success"]
+                metrics.log(row)
+                if self.step % c.checkpoint_every == 0 or self.step == c.steps:
+                    self._checkpoint()
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(success=f"{row['success']:.2f}", reward=f"{row['reward/mean']:.2f}")
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _rl_step(self) -> dict[str, Any]:
+        c = self.config
+        tic = time.perf_counter()
+        result = self.engine.rollout(self.task_ids(self.step), episode_prefix=f"s{self.step}")
+        batch = result.batch
+        if c.save_batches:
+            (self.output_dir / "batches").mkdir(exist_ok=True)
+            batch.to_jsonl(self.output_dir / "batches" / f"step_{self.step:06d}.jsonl")
+        usable = torch.tensor([not e for e in batch.infra_error], dtype=torch.bool)
+        train_batch = batch.select(usable)
+        advantages = compute_advantages(c.algo, train_batch)
+        if c.drop_zero_variance:
+            keep = dynamic_sampling_mask(train_batch.rewards, train_batch.group_ids())
+            train_batch, advantages = train_batch.select(keep), advantages[keep]
+        update_tic = time.perf_counter()
+        stats = None
+        for _ in range(c.epochs):
+            stats = policy_update(train_batch, advantages, self.policies, self.optimizers,
+                                  temperature=c.temperature, micro_batch_size=c.micro_batch_size,
+                                  clip_low=c.clip_low, clip_high=c.clip_high, dual_clip=c.dual_clip,
+                                  aggregation=c.aggregation, kl_coef=c.kl_coef, entropy_coef=c.entropy_coef,
+                                  max_grad_norm=c.max_grad_norm)
+        update_seconds = time.perf_counter() - update_tic
+        seconds = time.perf_counter() - tic
+        return self._row(result, advantages, stats, seconds, update_seconds, int(usable.numel() - usable.sum()))
+
+    def _row(self, result: RolloutResult, advantages: torch.Tensor, stats: Any, seconds: float,
+             update_seconds: float, dropped: int) -> dict[str, Any]:
+        batch = result.batch
+        row: dict[str, Any] = {"step": self.step, "success": result.success_rate,
+                               "reward/mean": float(batch.rewards.mean()) if len(batch) else 0.0}
+        for agent in sorted(set(batch.agent)):
+            rows = [i for i, a in enumerate(batch.agent) if a == agent]
+            row[f"reward/{agent}/mixed"] = float(batch.rewards[rows].mean())
+            names = sorted({k for i in rows for k in batch.reward_terms[i]})
+            for name in names:
+                row[f"reward/{agent}/{name}"] = float(np.mean([batch.reward_terms[i].get(name, 0.0) for i in rows]))
+        if advantages.numel():
+            row.update({"advantage/mean": float(advantages.mean()), "advantage/std": float(advantages.std()) if
+                        advantages.numel() > 1 else 0.0, "advantage/min": float(advantages.min()),
+                        "advantage/max": float(advantages.max())})
+        row["informative_groups_per_1000"] = informative_groups_per_1000(batch.rewards, batch.group_ids()) \
+            if len(batch) else 0.0
+        row.update({"loss": stats.loss, "kl": stats.kl, "entropy": stats.entropy, "clip_fraction": stats.clip_fraction,
+                    "grad_norm": stats.grad_norm, "completions": result.completions,
+                    "tokens_per_s": batch.num_tokens() / max(result.total_seconds, 1e-9),
+                    "env_time_share": result.env_seconds / max(seconds, 1e-9),
+                    "generate_time_share": result.generate_seconds / max(seconds, 1e-9),
+                    "update_time_share": update_seconds / max(seconds, 1e-9),
+                    "step_seconds": seconds, "dropped_infra_rows": dropped})
+        return row
+
+    def _finish(self) -> dict[str, Any]:
+        self.evals["after"] = self.evaluate()["success"]
+        summary = {
+            "env_id": self.config.env_id, "algo": self.config.algo, "steps": self.step,
+            "heldout_tasks": self.config.eval_tasks,
+            "heldout_success_before": self.evals.get("before"),
+            "heldout_success_after_sft": self.evals.get("after_sft"),
+            "heldout_success_after": self.evals.get("after"),
+            "sft_steps": self.config.sft_steps,
+            "wall_seconds": self.wall_before + (time.perf_counter() - self._started),
+        }
+        if self.config.plot:
+            summary["plot"] = str(plot_learning_curves(self.output_dir, before=summary["heldout_success_before"],
+                                                       sft_after=summary["heldout_success_after_sft"],
+                                                       after=summary["heldout_success_after"]))
+        (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        return summary
+
+
+def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
+    """Run a training job; see :class:`Trainer`."""
+    trainer = Trainer(config, resume=resume)
+    try:
+        return trainer.train()
+    finally:
+        trainer.engine.close()
