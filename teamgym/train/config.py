@@ -62,13 +62,14 @@ class TrainConfig:
         sft_steps: warm-start SFT steps on the preset's scripted demonstrations before RL (0 = none).
         sft_lr: SFT learning rate.
         sft_batch_size: demonstrations per SFT step.
-        eval_tasks: held-out tasks for the before/after evaluation (greedy, one sample per node).
+        eval_tasks: held-out tasks for the before/after evaluation (greedy, one sample per node); a finite dataset
+            holds out its last ``eval_tasks`` ids and trains on the others.
         eval_every: also evaluate every N RL steps (0 = only before and after).
-        heldout_offset: held-out task ids are ``heldout_offset + i``; training draws ids below it.
+        heldout_offset: procedural envs: held-out task ids are ``heldout_offset + i``; training draws ids below it.
         checkpoint_every: write a checkpoint every N steps (the last step always gets one).
         keep_checkpoints: checkpoints kept on disk (older ones are deleted after a new one is verified).
         env_workers: threads stepping envs in parallel (sandbox envs release the GIL).
-        torch_threads: intra-op threads of torch (0 = leave torch's default).
+        torch_threads: intra-op threads of torch (0 = torch's default); 1 is fastest for the tiny model on shared cores.
         tensorboard: also log to TensorBoard (needs the ``tensorboard`` package).
         wandb: also log to Weights & Biases (needs ``wandb``; offline unless you log in).
         progress_bar: show a tqdm bar.
@@ -111,7 +112,7 @@ class TrainConfig:
     entropy_coef: float = 0.0
     max_grad_norm: float = 1.0
     drop_zero_variance: bool = False
-    sft_steps: int = 150
+    sft_steps: int = 300
     sft_lr: float = 3e-3
     sft_batch_size: int = 32
     eval_tasks: int = 100
@@ -120,7 +121,7 @@ class TrainConfig:
     checkpoint_every: int = 10
     keep_checkpoints: int = 2
     env_workers: int = 0
-    torch_threads: int = 0
+    torch_threads: int = 1
     tensorboard: bool = False
     wandb: bool = False
     progress_bar: bool = True

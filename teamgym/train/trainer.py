@@ -62,7 +62,10 @@ class Trainer:
         self.preset = get_preset(config.env_id, config.prompt_format)
         self.env_kwargs = {**self.preset.env_kwargs, **config.env_kwargs}
         teamgym.make(config.env_id, **self.env_kwargs).close()  # fail now, naming the bad option, not mid-run
-        self.roles = list(teamgym.make(config.env_id, **self.env_kwargs).possible_agents)
+        probe = teamgym.make(config.env_id, **self.env_kwargs)
+        self.roles = list(probe.possible_agents)
+        self.dataset = _dataset_split(probe, config.eval_tasks)
+        probe.close()
         torch.manual_seed(config.seed)
         random.seed(config.seed)
         self.policies = self._build_policies()
@@ -157,10 +160,17 @@ class Trainer:
     # ------------------------------------------------------------------ tasks and evaluation
     def task_ids(self, step: int) -> list[int]:
         """The training tasks of ``step`` (a function of the seed and the step only)."""
-        rng = np.random.default_rng([self.config.seed, step])
-        return [int(t) for t in rng.integers(0, self.config.heldout_offset, self.config.tasks_per_step)]
+        return self._draw_tasks(np.random.default_rng([self.config.seed, step]), self.config.tasks_per_step)
 
-    def heldout_ids(self) -> list[int]:
+    def _draw_tasks(self, rng: np.random.Generator, count: int) -> list[Any]:
+        if self.dataset is not None:
+            train_ids = self.dataset[0]
+            return [train_ids[int(i)] for i in rng.integers(0, len(train_ids), count)]
+        return [int(t) for t in rng.integers(0, self.config.heldout_offset, count)]
+
+    def heldout_ids(self) -> list[Any]:
+        if self.dataset is not None:
+            return self.dataset[1]
         return [self.config.heldout_offset + i for i in range(self.config.eval_tasks)]
 
     def evaluate(self) -> dict[str, float]:
@@ -209,7 +219,7 @@ class Trainer:
         self.evals["before"] = self.evaluate()["success"]
         if c.sft_steps > 0:
             rng = np.random.default_rng([c.seed, 2**31 - 1])
-            tasks = [int(t) for t in rng.integers(0, c.heldout_offset, SFT_TASKS)]
+            tasks = self._draw_tasks(rng, SFT_TASKS)
             demos = collect_demonstrations(self._env_fn, self.preset, tasks)
             optimizers = {id(p): torch.optim.AdamW(p.model.parameters(), lr=c.sft_lr)
                           for p in self._named_policies().values()}
@@ -313,6 +323,20 @@ class Trainer:
                                                        after=summary["heldout_success_after"]))
         (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
+
+
+def _dataset_split(env: Any, eval_tasks: int) -> tuple[list[Any], list[Any]] | None:
+    """``(train ids, held-out ids)`` of a finite dataset (its last ``eval_tasks`` ids held out); None if procedural."""
+    known = env.task_ids()
+    if known is None:
+        return None
+    ids = list(known)
+    if eval_tasks >= len(ids):
+        raise InvalidArgumentError(
+            f"eval_tasks={eval_tasks}: the env has only {len(ids)} tasks and training needs some left: use "
+            f"eval_tasks <= {len(ids) - 1}"
+        )
+    return (ids[: len(ids) - eval_tasks], ids[len(ids) - eval_tasks:]) if eval_tasks else (ids, [])
 
 
 def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:

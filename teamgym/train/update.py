@@ -76,7 +76,7 @@ def policy_update(batch: AgentTurnBatch, advantages: torch.Tensor, policies: Map
             (loss * share).backward()
             weight = chunk_tokens / max(total_tokens, 1)
             weight_sum += weight
-            stats.loss += float(result.loss) * weight
+            stats.loss += result.loss.item() * weight
             stats.entropy += float((entropy * mask).sum() / mask.sum().clamp_min(1.0)) * weight
             stats.kl += float(kl) * weight
             stats.clip_fraction += float(result.clip_fraction) * weight

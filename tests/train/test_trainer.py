@@ -1,0 +1,114 @@
+"""End-to-end trainer runs at tiny budgets: metrics rows, checkpoints, exact resume, kill -9 then --resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import teamgym
+from teamgym.errors import InvalidArgumentError
+from teamgym.train import TrainConfig, train
+from teamgym.train.checkpoint import list_checkpoints, load_latest_checkpoint
+from teamgym.train.metrics import read_metrics
+
+if "relay-v0" not in teamgym.list_envs():
+    teamgym.register("relay-v0", "tests.support.relay_env:RelayEnv")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tiny(tmp_path: Path, name: str, **overrides) -> TrainConfig:
+    values = dict(env_id="relay-v0", env_kwargs={"max_turns": 2}, steps=4, output_dir=str(tmp_path / name),
+                  tasks_per_step=2, k=2, n_layer=1, n_embd=16, n_head=1, max_new_tokens=6, sft_steps=0,
+                  eval_tasks=2, checkpoint_every=1, progress_bar=False, plot=False, torch_threads=1)
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+def final_weights(output_dir: str) -> dict[str, torch.Tensor]:
+    return load_latest_checkpoint(output_dir)[1]["models"]["shared"]
+
+
+def test_metrics_have_one_row_per_step_with_the_documented_keys(tmp_path):
+    config = tiny(tmp_path, "run", plot=True)
+    summary = train(config)
+    rows = read_metrics(config.output_dir)
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]
+    for key in ("success", "reward/speaker/team", "reward/listener/echo", "reward/speaker/mixed", "advantage/mean",
+                "advantage/std", "kl", "entropy", "tokens_per_s", "env_time_share", "loss"):
+        assert key in rows[0], key
+    assert Path(summary["plot"]).exists()
+    assert json.loads((Path(config.output_dir) / "summary.json").read_text())["steps"] == 4
+    assert [p.name for p in list_checkpoints(config.output_dir)] == ["step_00000003", "step_00000004"]
+
+
+def test_resume_continues_exactly(tmp_path):
+    full = tiny(tmp_path, "full")
+    train(full)
+    part = tiny(tmp_path, "part", steps=2)
+    train(part)
+    resumed = tiny(tmp_path, "part", steps=4)
+    train(resumed, resume=True)
+    assert [r["step"] for r in read_metrics(resumed.output_dir)] == [0, 1, 2, 3]
+    a, b = final_weights(full.output_dir), final_weights(resumed.output_dir)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    rows_a, rows_b = read_metrics(full.output_dir), read_metrics(resumed.output_dir)
+    assert [r["reward/mean"] for r in rows_a] == [r["reward/mean"] for r in rows_b]
+
+
+def test_fresh_run_into_a_used_dir_is_refused(tmp_path):
+    train(tiny(tmp_path, "run", steps=1))
+    with pytest.raises(InvalidArgumentError, match="--resume"):
+        train(tiny(tmp_path, "run", steps=1))
+
+
+def test_resume_falls_back_over_a_corrupt_checkpoint(tmp_path):
+    config = tiny(tmp_path, "run", steps=3)
+    train(config)
+    newest = list_checkpoints(config.output_dir)[-1]
+    (newest / "state.pt").write_bytes(b"truncated")
+    train(config, resume=True)
+    assert [r["step"] for r in read_metrics(config.output_dir)] == [0, 1, 2]
+
+
+def test_sft_without_demonstrations_is_a_clear_error(tmp_path):
+    with pytest.raises(InvalidArgumentError, match="sft_steps"):
+        train(tiny(tmp_path, "run", sft_steps=2))
+
+
+def test_kill_9_then_resume_loses_and_repeats_no_step(tmp_path):
+    out = tmp_path / "killed"
+    args = [sys.executable, "-m", "teamgym.train", "--output-dir", str(out), "--steps", "8", "--checkpoint-every",
+            "2", "--tasks-per-step", "2", "--k", "2", "--sft-steps", "0", "--eval-tasks", "1", "--no-progress",
+            "--no-plot", "--set", "n_layer=1", "--set", "n_embd=16", "--set", "n_head=1",
+            "--set", "max_new_tokens=8", "--set", "torch_threads=1", "--set", 'env_kwargs={"max_turns": 1}']
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            steps = {p.name for p in list_checkpoints(out)}
+            if "step_00000002" in steps:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be killed: raise --steps"
+        time.sleep(0.3)  # land somewhere inside a later step
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    before = [r["step"] for r in read_metrics(out)]
+    assert before and before[-1] < 7
+    resumed = subprocess.run(args + ["--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert [r["step"] for r in read_metrics(out)] == list(range(8))
+    assert load_latest_checkpoint(out)[0] == 8
