@@ -12,7 +12,9 @@ tree per episode):
 
 Strategies (``TreeSampling.strategy``): ``"greedy"`` (AT-GRPO), ``"top_m"`` (stochastic advance among the m best),
 ``"adaptive"`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only where they disagree). Envs that
-use the sandbox can be stepped from a thread pool (``env_workers``): the sandbox's subprocesses release the GIL.
+use the sandbox can be stepped from a thread pool (``env_workers``; the sandbox's subprocesses release the GIL) or
+from Ray actors (``slots=RaySlots(...)``): envs live in :class:`~teamgym.rollout.slot.EnvSlot` objects that exchange
+only plain data with the engine.
 """
 
 from __future__ import annotations
@@ -20,17 +22,16 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
 
-from teamgym.algos import AdaptiveK, Branch, TreeStep, choose_greedy, choose_top_m, tree_step
+from teamgym.algos import AdaptiveK
 from teamgym.errors import InvalidArgumentError
 from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.sampling import Completion, Policy, SamplingParams
+from teamgym.rollout.slot import LocalSlots, NodeView, Scored, SlotPool
 
 __all__ = ["RolloutEngine", "RolloutResult", "TreeSampling", "default_prompt"]
 
@@ -113,28 +114,23 @@ class RolloutEngine:
         prompt_formatter: ``(env, agent) -> prompt text``; default: the env's observation.
         env_workers: threads stepping envs in parallel (0 = in the calling thread); useful for sandbox envs.
         seed: seeds the strategy's own generator (``top_m``).
+        slots: where the envs live (default: :class:`LocalSlots` in this process; or Ray actors).
     """
 
     def __init__(self, env_fn: Callable[[], Any], policies: Mapping[str, Policy], *,
                  sampling: SamplingParams | None = None, tree: TreeSampling | None = None,
-                 prompt_formatter: PromptFormatter = default_prompt, env_workers: int = 0, seed: int = 0):
-        self.env_fn = env_fn
+                 prompt_formatter: PromptFormatter = default_prompt, env_workers: int = 0, seed: int = 0,
+                 slots: SlotPool | None = None):
         self.policies = dict(policies)
         self.sampling = sampling or SamplingParams()
         self.tree = tree or TreeSampling()
-        self.prompt_formatter = prompt_formatter
-        self.env_workers = env_workers
         self.rng = np.random.default_rng(seed)
         self.adaptive = AdaptiveK(k=self.tree.k, k0=self.tree.k0, k_max=self.tree.k_max)
-        self._envs: list[Any] = []
-        self._pool = ThreadPoolExecutor(env_workers) if env_workers > 0 else None
+        self.slots = slots if slots is not None else LocalSlots(env_fn, prompt_formatter, workers=env_workers)
 
     def close(self) -> None:
-        """Close the envs and the thread pool."""
-        for env in self._envs:
-            env.close()
-        if self._pool is not None:
-            self._pool.shutdown()
+        """Close the envs (and the thread pool or actors holding them)."""
+        self.slots.close()
 
     # ------------------------------------------------------------------ state (checkpoints)
     def state_dict(self) -> dict[str, Any]:
@@ -158,165 +154,91 @@ class RolloutEngine:
         sampling = sampling or self.sampling
         start = time.perf_counter()
         timing = {"generate": 0.0, "env": 0.0, "completions": 0}
-        while len(self._envs) < len(task_ids):
-            self._envs.append(self.env_fn())
-        envs = self._envs[: len(task_ids)]
-        for index, (env, task_id) in enumerate(zip(envs, task_ids)):
-            env.reset(seed=_seed_of(task_id, index), options={"task_id": task_id})
-        unknown = sorted({a for env in envs for a in env.possible_agents} - set(self.policies))
+        self.slots.ensure(len(task_ids))
+        agents = self._env_call(timing, "reset", [(i, (t, _seed_of(t, i))) for i, t in enumerate(task_ids)])
+        unknown = sorted({a for names in agents for a in names} - set(self.policies))
         if unknown:
             raise InvalidArgumentError(f"no policy for agents {unknown}: pass policies={{agent: policy}} for each")
         rows: list[dict[str, Any]] = []
-        episodes: list[dict[str, Any] | None] = [None] * len(envs)
-        steps = [0] * len(envs)
-        active = list(range(len(envs)))
+        episodes: dict[int, dict[str, Any]] = {}
+        steps = [0] * len(task_ids)
+        active = list(range(len(task_ids)))
         while active:
-            nodes = [self._open_node(envs[i], i) for i in active]
+            nodes: list[NodeView] = self._env_call(timing, "open_node", [(i, ()) for i in active])
             first_k = tree.k0 if tree.strategy == "adaptive" else tree.k
             candidates = self._generate(nodes, first_k, sampling, timing)
-            expanded = self._expand_all(envs, active, nodes, candidates, tree, timing)
+            expanded = self._expand(timing, tree, active, candidates)
             if tree.strategy == "adaptive":
-                expanded = self._adaptive_extra(envs, active, nodes, expanded, tree, sampling, timing)
-            for i, node, step in zip(active, nodes, expanded):
-                rows.extend(self._rows(node, step, f"{episode_prefix}-{i}", task_ids[i], steps[i]))
+                more = [self.adaptive.extra([s.reward for s in scored]) for scored, _ in expanded]
+                for n in sorted({m for m in more if m > 0}):
+                    group = [j for j, m in enumerate(more) if m == n]
+                    extra = self._generate([nodes[j] for j in group], n, sampling, timing)
+                    for j, (scored, chosen) in zip(group, self._expand(timing, tree, [active[j] for j in group],
+                                                                         extra)):
+                        candidates[j] = candidates[j] + extra[group.index(j)]
+                        expanded[j] = (expanded[j][0] + scored, chosen)
+            for j, i in enumerate(active):
+                scored, chosen = expanded[j]
+                rows.extend(_rows(nodes[j], candidates[j], scored, chosen, f"{episode_prefix}-{i}", task_ids[i],
+                                  steps[i]))
                 steps[i] += 1
-            still = []
-            for i in active:
-                if _episode_over(envs[i]):
-                    episodes[i] = _summary(envs[i], f"{episode_prefix}-{i}")
-                else:
-                    still.append(i)
-            active = still
-        success = {e["episode_id"]: bool(e.get("success", False)) for e in episodes if e is not None}
+            finished = self._env_call(timing, "done", [(i, ()) for i in active])
+            ended = [i for i, over in zip(active, finished) if over]
+            for i, summary in zip(ended, self._env_call(timing, "summary", [(i, (f"{episode_prefix}-{i}",))
+                                                                              for i in ended])):
+                episodes[i] = summary
+            active = [i for i, over in zip(active, finished) if not over]
+        success = {e["episode_id"]: bool(e.get("success", False)) for e in episodes.values()}
         for row in rows:
             row["success"] = success[row["episode_id"]]
         return RolloutResult(
-            batch=AgentTurnBatch.from_rows(rows), episodes=[e for e in episodes if e is not None],
+            batch=AgentTurnBatch.from_rows(rows), episodes=[episodes[i] for i in sorted(episodes)],
             completions=int(timing["completions"]), generate_seconds=timing["generate"], env_seconds=timing["env"],
             total_seconds=time.perf_counter() - start,
         )
 
     # ------------------------------------------------------------------ internals
-    def _open_node(self, env: Any, index: int) -> dict[str, Any]:
-        agent = env.agent_selection
-        prompt = self.prompt_formatter(env, agent)
-        return {"env_index": index, "agent": agent, "turn": int(getattr(env, "turn", 0)),
-                "state": _snapshot(env), "prompt": prompt,
-                "anchor": hashlib.sha1(env.observe(agent)["prompt"].encode("utf-8")).hexdigest()[:16]}
+    def _env_call(self, timing: dict[str, float], method: str, calls: list[tuple[int, tuple[Any, ...]]]) -> list[Any]:
+        tic = time.perf_counter()
+        out = self.slots.call(method, calls) if calls else []
+        timing["env"] += time.perf_counter() - tic
+        return out
 
-    def _generate(self, nodes: Sequence[dict[str, Any]], n: int, sampling: SamplingParams,
+    def _expand(self, timing: dict[str, float], tree: TreeSampling, slots: Sequence[int],
+                candidates: Sequence[Sequence[Completion]]) -> list[tuple[list[Scored], int]]:
+        calls = []
+        for i, cands in zip(slots, candidates):
+            # A fresh seed per node from the engine's generator: the choice is reproducible wherever the slot runs.
+            args = {"seed": int(self.rng.integers(2**63)), "m": tree.top_m, "temperature": tree.top_m_temperature}
+            calls.append((i, ([c.text for c in cands], tree.strategy, args)))
+        return self._env_call(timing, "expand", calls)
+
+    def _generate(self, nodes: Sequence[NodeView], n: int, sampling: SamplingParams,
                   timing: dict[str, float]) -> list[list[Completion]]:
         """``n`` completions per node: one ``generate`` call per distinct policy object."""
         by_policy: dict[int, list[int]] = {}
         for j, node in enumerate(nodes):
-            by_policy.setdefault(id(self.policies[node["agent"]]), []).append(j)
+            by_policy.setdefault(id(self.policies[node.agent]), []).append(j)
         out: list[list[Completion]] = [[] for _ in nodes]
         for members in by_policy.values():
-            policy = self.policies[nodes[members[0]]["agent"]]
+            policy = self.policies[nodes[members[0]].agent]
             tic = time.perf_counter()
-            groups = policy.generate([nodes[j]["prompt"] for j in members], n, sampling)
+            groups = policy.generate([nodes[j].prompt for j in members], n, sampling)
             timing["generate"] += time.perf_counter() - tic
             timing["completions"] += n * len(members)
             for j, group in zip(members, groups):
                 out[j] = list(group)
         return out
 
-    def _expand_all(self, envs: Sequence[Any], active: Sequence[int], nodes: Sequence[dict[str, Any]],
-                    candidates: Sequence[Sequence[Completion]], tree: TreeSampling,
-                    timing: dict[str, float]) -> list[TreeStep]:
-        tic = time.perf_counter()
-        jobs = [partial(self._expand, envs[i], node, cands, tree) for i, node, cands in zip(active, nodes, candidates)]
-        if self._pool is not None and len(jobs) > 1:
-            steps = list(self._pool.map(lambda job: job(), jobs))
-        else:
-            steps = [job() for job in jobs]
-        timing["env"] += time.perf_counter() - tic
-        return steps
 
-    def _expand(self, env: Any, node: dict[str, Any], candidates: Sequence[Completion],
-                tree: TreeSampling) -> TreeStep:
-        return tree_step(node["state"], list(candidates), restore=partial(_restore, env),
-                         act=_scorer(env, node["agent"]), take_snapshot=partial(_snapshot, env),
-                         choose=self._chooser(tree))
-
-    def _adaptive_extra(self, envs: Sequence[Any], active: Sequence[int], nodes: Sequence[dict[str, Any]],
-                        first: Sequence[TreeStep], tree: TreeSampling, sampling: SamplingParams,
-                        timing: dict[str, float]) -> list[TreeStep]:
-        """Adaptive K: sample more candidates only at nodes whose first ``k0`` rewards disagree (batched)."""
-        extra = [self.adaptive.extra(step.rewards) for step in first]
-        need = [j for j, more in enumerate(extra) if more > 0]
-        out = list(first)
-        for more in sorted({extra[j] for j in need}):
-            group = [j for j in need if extra[j] == more]
-            candidates = self._generate([nodes[j] for j in group], more, sampling, timing)
-            tic = time.perf_counter()
-            for j, cands in zip(group, candidates):
-                env = envs[active[j]]
-                second = tree_step(nodes[j]["state"], cands, restore=partial(_restore, env),
-                                   act=_scorer(env, nodes[j]["agent"]), take_snapshot=partial(_snapshot, env))
-                branches: list[Branch] = first[j].branches + second.branches
-                chosen = self._chooser(tree)([b.reward for b in branches])
-                _restore(env, branches[chosen].snapshot)
-                out[j] = TreeStep(branches, chosen, branches[chosen].snapshot)
-            timing["env"] += time.perf_counter() - tic
-        return out
-
-    def _chooser(self, tree: TreeSampling) -> Callable[[Sequence[float]], int]:
-        if tree.strategy == "top_m":
-            return partial(choose_top_m, generator=self.rng, m=tree.top_m, temperature=tree.top_m_temperature)
-        return choose_greedy
-
-    def _rows(self, node: dict[str, Any], step: TreeStep, episode_id: str, task_id: Any,
-              step_index: int) -> list[dict[str, Any]]:
-        rows = []
-        for b, branch in enumerate(step.branches):
-            completion: Completion = branch.candidate
-            rows.append({
-                "episode_id": episode_id, "task_id": task_id, "agent": node["agent"], "turn": node["turn"],
-                "step": step_index, "branch": b, "chosen": b == step.chosen,
-                "prompt_ids": completion.prompt_ids, "completion_ids": completion.token_ids,
-                "logprobs": completion.logprobs, "text": completion.text,
-                "reward_terms": completion.extra.get("terms", {}), "rewards": branch.reward,
-                "anchor": node["anchor"], "success": False,
-                "infra_error": completion.extra.get("infra_error", ""),
-            })
-        return rows
-
-
-def _scorer(env: Any, agent: str) -> Callable[[Completion], float]:
-    """``act`` for :func:`tree_step`: step ``env`` with the completion, record its terms, return the agent's reward."""
-
-    def act(completion: Completion) -> float:
-        env.step(completion.text)
-        info = env.infos.get(agent, {})
-        completion.extra = {"terms": dict(info.get("reward_terms", {})),
-                            "infra_error": str(info.get("infra_error", "") or "")}
-        return float(env.rewards.get(agent, 0.0))
-
-    return act
-
-
-def _snapshot(env: Any) -> Any:
-    return env.snapshot() if hasattr(env, "snapshot") else env.unwrapped.snapshot()
-
-
-def _restore(env: Any, snapshot: Any) -> None:
-    if hasattr(env, "restore"):
-        env.restore(snapshot)
-    else:
-        env.unwrapped.restore(snapshot)
-
-
-def _episode_over(env: Any) -> bool:
-    return all(env.terminations.get(a, False) or env.truncations.get(a, False) for a in env.agents)
-
-
-def _summary(env: Any, episode_id: str) -> dict[str, Any]:
-    for agent in env.agents:
-        episode = env.infos.get(agent, {}).get("episode")
-        if episode is not None:
-            return {**episode, "episode_id": episode_id}
-    return {"episode_id": episode_id, "task_id": getattr(env, "task_id", None), "success": False}
+def _rows(node: NodeView, candidates: Sequence[Completion], scored: Sequence[Scored], chosen: int,
+          episode_id: str, task_id: Any, step_index: int) -> list[dict[str, Any]]:
+    return [{
+        "episode_id": episode_id, "task_id": task_id, "agent": node.agent, "turn": node.turn, "step": step_index,
+        "branch": b, "chosen": b == chosen, "prompt_ids": c.prompt_ids, "completion_ids": c.token_ids,
+        "logprobs": c.logprobs, "text": c.text, "reward_terms": s.terms, "rewards": s.reward, "anchor": node.anchor,
+        "success": False, "infra_error": s.infra_error,
+    } for b, (c, s) in enumerate(zip(candidates, scored))]
 
 
 def _seed_of(task_id: Any, index: int) -> int:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from teamgym.errors import InvalidArgumentError
-from teamgym.rollout.engine import _episode_over
+from teamgym.rollout.slot import EnvSlot
 from teamgym.rollout.hf import HFPolicy
 from teamgym.train.presets import Preset
 
@@ -36,18 +36,18 @@ def collect_demonstrations(env_fn: Callable[[], Any], preset: Preset, task_ids: 
             "sft_steps > 0 but this env has no scripted demonstrations in its preset: set sft_steps=0 "
             "(or prompt_format='compact' for an env with a preset)"
         )
-    env = env_fn()
+    slot = EnvSlot(env_fn, preset.prompt)
     demos = []
     try:
         for task_id in task_ids:
-            env.reset(options={"task_id": task_id})
-            while not _episode_over(env):
-                agent = env.agent_selection
-                completion = preset.demonstration(env, agent)
-                demos.append(Demonstration(agent, preset.prompt(env, agent), completion))
-                env.step(completion)
+            slot.reset(task_id, seed=0)
+            while not slot.done():
+                node = slot.open_node()
+                completion = preset.demonstration(slot.env, node.agent)
+                demos.append(Demonstration(node.agent, node.prompt, completion))
+                slot.env.step(completion)
     finally:
-        env.close()
+        slot.close()
     return demos
 
 

@@ -1,0 +1,79 @@
+"""Rollout throughput on the CPU tiny model: agent-turns per second and where the wall time goes.
+
+Each configuration plays ``--tasks`` episodes in lockstep with AT-GRPO tree sampling (K candidates per node) and
+reports the share of wall time inside ``policy.generate`` versus outside it (env steps, the sandbox, snapshots,
+bookkeeping). Prints a markdown table.
+
+    python benchmarks/rollout.py                      # plan_path-v0, 8 tasks, K = 4, 0 and 2 env threads
+    python benchmarks/rollout.py --env plan_path-v0 --tasks 16 --k 4 --max-tokens 40 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+import teamgym
+from teamgym.rollout import HFPolicy, RolloutEngine, SamplingParams, TreeSampling
+from teamgym.train.presets import get_preset
+
+
+def measure(env_id: str, tasks: int, k: int, max_tokens: int, workers: int, repeats: int, prompt_format: str,
+            n_layer: int, n_embd: int) -> dict[str, float]:
+    preset = get_preset(env_id, prompt_format)
+    env_kwargs = dict(preset.env_kwargs)
+    probe = teamgym.make(env_id, **env_kwargs)
+    roles = list(probe.possible_agents)
+    probe.close()
+    policy = HFPolicy.tiny(seed=0, n_layer=n_layer, n_embd=n_embd)
+    engine = RolloutEngine(lambda: teamgym.make(env_id, **env_kwargs), {r: policy for r in roles},
+                           sampling=SamplingParams(max_tokens=max_tokens), tree=TreeSampling(k=k),
+                           prompt_formatter=preset.prompt, env_workers=workers, seed=0)
+    engine.rollout(list(range(tasks)))  # warm-up: env pools, sandbox servers, torch kernels
+    totals = {"rows": 0, "tokens": 0, "generate": 0.0, "env": 0.0, "total": 0.0}
+    for r in range(repeats):
+        tic = time.perf_counter()
+        result = engine.rollout([1000 * (r + 1) + i for i in range(tasks)])
+        totals["total"] += time.perf_counter() - tic
+        totals["rows"] += len(result.batch)
+        totals["tokens"] += result.batch.num_tokens()
+        totals["generate"] += result.generate_seconds
+        totals["env"] += result.env_seconds
+    engine.close()
+    total = totals["total"]
+    return {"agent_turns_per_s": totals["rows"] / total, "tokens_per_s": totals["tokens"] / total,
+            "generate": totals["generate"] / total, "env": totals["env"] / total,
+            "other": 1 - (totals["generate"] + totals["env"]) / total,
+            "outside": 1 - totals["generate"] / total}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="plan_path-v0")
+    parser.add_argument("--tasks", type=int, default=8)
+    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--max-tokens", type=int, default=40)
+    parser.add_argument("--workers", type=int, nargs="+", default=[0, 2])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--prompt-format", default="compact", choices=["compact", "env"])
+    parser.add_argument("--n-layer", type=int, default=2)
+    parser.add_argument("--n-embd", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"env `{args.env}`, {args.tasks} tasks x K={args.k}, max_tokens={args.max_tokens}, tiny GPT-2 "
+          f"({args.n_layer} layers, width {args.n_embd}), {args.prompt_format} prompts, {args.repeats} rollouts, "
+          f"torch threads={args.threads}\n")
+    print("| env threads | agent-turns/s | tokens/s | generate | env + sandbox | bookkeeping | outside generation |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for workers in args.workers:
+        m = measure(args.env, args.tasks, args.k, args.max_tokens, workers, args.repeats, args.prompt_format,
+                    args.n_layer, args.n_embd)
+        print(f"| {workers} | {m['agent_turns_per_s']:.1f} | {m['tokens_per_s']:.0f} | {100 * m['generate']:.1f}% "
+              f"| {100 * m['env']:.1f}% | {100 * m['other']:.1f}% | {100 * m['outside']:.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
