@@ -77,8 +77,8 @@ def policy_update(batch: AgentTurnBatch, advantages: torch.Tensor, policies: Map
             weight = chunk_tokens / max(total_tokens, 1)
             weight_sum += weight
             stats.loss += result.loss.item() * weight
-            stats.entropy += float((entropy * mask).sum() / mask.sum().clamp_min(1.0)) * weight
-            stats.kl += float(kl) * weight
+            stats.entropy += ((entropy * mask).sum() / mask.sum().clamp_min(1.0)).item() * weight
+            stats.kl += kl.item() * weight
             stats.clip_fraction += float(result.clip_fraction) * weight
             stats.tokens += chunk_tokens
             stats.rows += len(chunk)

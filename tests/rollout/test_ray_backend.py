@@ -1,0 +1,51 @@
+"""The Ray backend gives the same rollout as local slots (env actors started by a local ``ray.init()``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from teamgym.rollout import RolloutEngine, SamplingParams, TreeSampling
+from teamgym.rollout.engine import default_prompt
+from tests.rollout.fakes import ScriptedPolicy
+from tests.rollout.test_engine import listener_text, speaker_text
+from tests.support.relay_env import RelayEnv
+
+ray = pytest.importorskip("ray")
+ROOT = str(Path(__file__).resolve().parents[2])
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": path}})
+    yield
+    ray.shutdown()
+
+
+def make_env() -> RelayEnv:
+    return RelayEnv(max_turns=3)
+
+
+def policies() -> dict:
+    return {"speaker": ScriptedPolicy(speaker_text), "listener": ScriptedPolicy(listener_text)}
+
+
+def test_ray_slots_match_local_slots(local_ray):
+    from teamgym.rollout.ray_backend import RaySlots
+
+    tree = TreeSampling(k=3, strategy="top_m", top_m=2)
+    local = RolloutEngine(make_env, policies(), sampling=SamplingParams(max_tokens=8), tree=tree, seed=5)
+    remote = RolloutEngine(None, policies(), sampling=SamplingParams(max_tokens=8), tree=tree, seed=5,
+                           slots=RaySlots(make_env, default_prompt))
+    try:
+        a = local.rollout(["apple", "river", "copper"])
+        b = remote.rollout(["apple", "river", "copper"])
+    finally:
+        local.close()
+        remote.close()
+    assert a.batch.rows() == b.batch.rows()
+    assert a.episodes == b.episodes
