@@ -44,6 +44,9 @@ class TrainConfig:
         shared_model: one model for all roles (True) or one model and optimizer per role.
         lora_rank: > 0 wraps a pretrained ``model`` in a peft LoRA adapter of this rank (0 = full fine-tune).
         device: ``cpu`` or ``cuda``.
+        generator: what samples rollouts: ``hf`` (the trained transformers model itself) or ``vllm`` (a vLLM
+            engine per model on GPU, weights synced in place after every update as TRL's colocate mode).
+        vllm_gpu_memory_utilization: share of GPU memory each vLLM engine may take (the trainer needs the rest).
         max_new_tokens: completion budget (0 = the preset's).
         temperature: sampling temperature for training rollouts (evaluation is greedy).
         lr: Adam learning rate of every role.
@@ -97,6 +100,8 @@ class TrainConfig:
     shared_model: bool = True
     lora_rank: int = 0
     device: str = "cpu"
+    generator: str = "hf"
+    vllm_gpu_memory_utilization: float = 0.4
     max_new_tokens: int = 0
     temperature: float = 1.0
     lr: float = 5e-4
@@ -148,6 +153,15 @@ class TrainConfig:
             raise InvalidArgumentError(f"dual_clip={self.dual_clip!r}: expected a float > 1 (AT-GRPO: 3.0) or None")
         _check_choice("strategy", self.strategy, ("greedy", "top_m", "adaptive"))
         _check_choice("prompt_format", self.prompt_format, ("compact", "env"))
+        _check_choice("generator", self.generator, ("hf", "vllm"))
+        if self.generator == "vllm" and self.model == "tiny":
+            raise InvalidArgumentError(
+                "generator='vllm' with model='tiny': vLLM loads checkpoints from disk; pass model=<local checkpoint "
+                "dir> (e.g. a Qwen2.5-0.5B-Instruct download) or use generator='hf'"
+            )
+        if not 0 < self.vllm_gpu_memory_utilization < 1:
+            raise InvalidArgumentError(f"config field vllm_gpu_memory_utilization={self.vllm_gpu_memory_utilization!r}:"
+                                       " expected a float in (0, 1), e.g. 0.4")
         _check_choice("aggregation", self.aggregation, AGGREGATIONS)
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
             raise InvalidArgumentError(f"device={self.device!r}: expected 'cpu' or 'cuda' (or 'cuda:N')")

@@ -75,7 +75,8 @@ class Trainer:
         self.eval_sampling = SamplingParams(temperature=0.0, max_tokens=max_tokens)
         self.tree = TreeSampling(k=config.k, strategy=config.strategy, top_m=config.top_m, k0=config.k0,
                                  k_max=config.k_max)
-        self.engine = RolloutEngine(self._env_fn, self.policies, sampling=self.sampling, tree=self.tree,
+        self.generators = self._build_generators()
+        self.engine = RolloutEngine(self._env_fn, self.generators, sampling=self.sampling, tree=self.tree,
                                     prompt_formatter=self.preset.prompt, env_workers=config.env_workers,
                                     seed=config.seed)
         self.step = 0
@@ -103,6 +104,22 @@ class Trainer:
             shared = self._new_policy("shared", self.config.seed)
             return {role: shared for role in self.roles}
         return {role: self._new_policy(role, self.config.seed + i) for i, role in enumerate(self.roles)}
+
+    def _build_generators(self) -> dict[str, Any]:
+        """What samples for each role: the trained HF models themselves, or vLLM engines synced after each update."""
+        if self.config.generator == "hf":
+            return dict(self.policies)
+        from teamgym.rollout.vllm import VLLMPolicy
+
+        engines = {name: VLLMPolicy.from_model(self.config.model, seed=self.config.seed,
+                                               gpu_memory_utilization=self.config.vllm_gpu_memory_utilization)
+                   for name in self._named_policies()}
+        return {role: engines[policy.name] for role, policy in self.policies.items()}
+
+    def _sync_generators(self) -> None:
+        if self.config.generator == "vllm":
+            for role, policy in self._named_policies().items():
+                next(g for r, g in self.generators.items() if self.policies[r] is policy).sync_weights(policy.model)
 
     def _named_policies(self) -> dict[str, HFPolicy]:
         """Each distinct policy once, by name (``shared`` or the role)."""
@@ -153,6 +170,7 @@ class Trainer:
         self.evals = dict(state["evals"])
         self.sft_done = bool(state["sft_done"])
         self.wall_before = float(state.get("wall_seconds", 0.0))
+        self._sync_generators()
 
     def _checkpoint(self) -> None:
         save_checkpoint(self.output_dir, self.step, self.state_dict(), keep=self.config.keep_checkpoints)
@@ -227,6 +245,7 @@ class Trainer:
             for _ in range(c.sft_steps):
                 losses.append(sft_step(demos, self.policies, optimizers, rng, c.sft_batch_size, c.max_grad_norm))
             self.evals["sft_loss"] = float(np.mean(losses[-10:]))
+            self._sync_generators()
             self.evals["after_sft"] = self.evaluate()["success"]
         self.sft_done = True
         self._checkpoint()
@@ -276,6 +295,7 @@ class Trainer:
                                   clip_low=c.clip_low, clip_high=c.clip_high, dual_clip=c.dual_clip,
                                   aggregation=c.aggregation, kl_coef=c.kl_coef, entropy_coef=c.entropy_coef,
                                   max_grad_norm=c.max_grad_norm)
+        self._sync_generators()
         update_seconds = time.perf_counter() - update_tic
         seconds = time.perf_counter() - tic
         return self._row(result, advantages, stats, seconds, update_seconds, int(usable.numel() - usable.sum()))

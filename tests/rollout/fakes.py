@@ -59,7 +59,8 @@ class FakeModel:
 class FakeLLM:
     """``LLM.generate(prompts, params, use_tqdm=...) -> [RequestOutput]`` with per-token logprob dicts."""
 
-    def __init__(self):
+    def __init__(self, tokenizer=None):
+        self.tokenizer = tokenizer
         self.model = FakeModel()
         self.llm_engine = SimpleNamespace(
             model_executor=SimpleNamespace(driver_worker=SimpleNamespace(model_runner=SimpleNamespace(model=self.model)))
@@ -71,16 +72,21 @@ class FakeLLM:
         self.calls.append((list(prompts), params))
         outputs = []
         for prompt in prompts:
-            prompt_ids = [ord(c) for c in prompt]
+            prompt_ids = self._encode(prompt)
             samples = []
             for j in range(params.n):
-                ids = [65 + j, 10]
+                ids = self._encode(chr(65 + j) + "\n")
                 samples.append(SimpleNamespace(
                     text=chr(65 + j) + "\n", token_ids=ids, finish_reason="stop",
                     logprobs=[{tok: FakeLogprob(-0.5 * (k + 1))} for k, tok in enumerate(ids)],
                 ))
             outputs.append(SimpleNamespace(prompt_token_ids=prompt_ids, outputs=samples))
         return outputs
+
+    def _encode(self, text):
+        if self.tokenizer is None:
+            return [ord(c) for c in text]
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def reset_prefix_cache(self):
         self.cache_resets += 1

@@ -112,3 +112,33 @@ def test_kill_9_then_resume_loses_and_repeats_no_step(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert [r["step"] for r in read_metrics(out)] == list(range(8))
     assert load_latest_checkpoint(out)[0] == 8
+
+
+def test_vllm_generator_gets_the_weights_after_every_update(tmp_path, monkeypatch):
+    from teamgym.rollout import HFPolicy
+    from teamgym.rollout.vllm import VLLMPolicy
+    from tests.rollout.fakes import FakeLLM, FakeVLLMSamplingParams
+
+    checkpoint = tmp_path / "tiny-ckpt"
+    source = HFPolicy.tiny(seed=0, n_layer=1, n_embd=16, n_head=1)
+    source.model.save_pretrained(checkpoint)
+    source.tokenizer.save_pretrained(checkpoint)
+    engines = []
+
+    def fake_from_model(model, **kwargs):
+        engines.append(FakeLLM(tokenizer=source.tokenizer))
+        return VLLMPolicy(engines[-1], sampling_params_cls=FakeVLLMSamplingParams)
+
+    monkeypatch.setattr(VLLMPolicy, "from_model", staticmethod(fake_from_model))
+    config = tiny(tmp_path, "vllm", model=str(checkpoint), generator="vllm", steps=2)
+    train(config)
+    (engine,) = engines
+    assert len(engine.calls) > 0 and engine.cache_resets == 2
+    names = dict(engine.model.loaded)
+    trained = load_latest_checkpoint(config.output_dir)[1]["models"]["shared"]
+    assert torch.equal(names["transformer.wte.weight"], trained["transformer.wte.weight"])
+
+
+def test_vllm_generator_needs_a_checkpoint(tmp_path):
+    with pytest.raises(InvalidArgumentError, match="generator='vllm'"):
+        tiny(tmp_path, "x", generator="vllm")
