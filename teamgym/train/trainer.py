@@ -235,6 +235,7 @@ class Trainer:
     def _warm_start(self) -> None:
         c = self.config
         self.evals["before"] = self.evaluate()["success"]
+        logger.info("held-out success before training: %.3f", self.evals["before"])
         if c.sft_steps > 0:
             rng = np.random.default_rng([c.seed, 2**31 - 1])
             tasks = self._draw_tasks(rng, SFT_TASKS)
@@ -247,6 +248,7 @@ class Trainer:
             self.evals["sft_loss"] = float(np.mean(losses[-10:]))
             self._sync_generators()
             self.evals["after_sft"] = self.evaluate()["success"]
+            logger.info("held-out success after %d SFT steps: %.3f", c.sft_steps, self.evals["after_sft"])
         self.sft_done = True
         self._checkpoint()
 
