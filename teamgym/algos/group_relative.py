@@ -9,10 +9,15 @@ from __future__ import annotations
 import torch
 
 from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
-from teamgym.algos.grouping import combine_ids, group_stats, normalize_in_groups
+from teamgym.algos.grouping import combine_codes, combine_ids, group_stats, normalize_in_groups
 from teamgym.algos.registry import register_advantage
 
 __all__ = ["grpo", "dr_grpo", "rloo", "at_grpo", "at_grpo_group_ids", "dr_mas", "mhgpo"]
+
+
+def _combine(*columns: torch.Tensor) -> torch.Tensor:
+    """Group codes of the key tuples (not necessarily dense; cheaper than ``combine_ids``)."""
+    return combine_codes(*columns)[0]
 
 
 @register_advantage("grpo")
@@ -92,7 +97,11 @@ def at_grpo(
     exactly :func:`grpo` over the K candidates.
     """
     rewards = check_values("rewards", rewards)
-    ids = at_grpo_group_ids(task_ids, agent_ids, turn_ids)
+    task_ids = check_ids("task_ids", task_ids)
+    agent_ids = check_ids("agent_ids", agent_ids)
+    turn_ids = check_ids("turn_ids", turn_ids)
+    check_same_length(task_ids=task_ids, agent_ids=agent_ids, turn_ids=turn_ids)
+    ids = _combine(task_ids, agent_ids, turn_ids)
     check_same_length(rewards=rewards, group_ids=ids)
     return grpo(rewards, ids, scale_by_std=scale_by_std)
 
@@ -108,7 +117,7 @@ def dr_mas(rewards: torch.Tensor, group_ids: torch.Tensor, agent_ids: torch.Tens
     group_ids = check_ids("group_ids", group_ids)
     agent_ids = check_ids("agent_ids", agent_ids)
     check_same_length(rewards=rewards, group_ids=group_ids, agent_ids=agent_ids)
-    return normalize_in_groups(rewards, combine_ids(group_ids, agent_ids), scale_by_std=True, eps=1e-6)
+    return normalize_in_groups(rewards, _combine(group_ids, agent_ids), scale_by_std=True, eps=1e-6)
 
 
 @register_advantage("mhgpo")
@@ -131,4 +140,4 @@ def mhgpo(
     group_ids = check_ids("group_ids", group_ids)
     agent_ids = check_ids("agent_ids", agent_ids)
     check_same_length(rewards=rewards, group_ids=group_ids, agent_ids=agent_ids)
-    return grpo(rewards, combine_ids(group_ids, agent_ids), scale_by_std=scale_by_std, eps=eps)
+    return grpo(rewards, _combine(group_ids, agent_ids), scale_by_std=scale_by_std, eps=eps)

@@ -78,11 +78,14 @@ def dense_ids(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
     n = ids.numel()
     if n == 0:
         return ids.to(torch.int64), 0
-    low, high = int(ids.min()), int(ids.max())
+    low, high = (int(v) for v in torch.aminmax(ids))
     if low >= 0 and high < _BINCOUNT_FACTOR * n + _BINCOUNT_SLACK:
         present = torch.bincount(ids, minlength=high + 1) > 0
+        n_present = int(present.sum())
+        if n_present == high + 1:  # already dense: skip the gather
+            return ids, n_present
         remap = torch.cumsum(present, 0) - 1
-        return remap[ids], int(present.sum())
+        return remap[ids], n_present
     uniques, inverse = torch.unique(ids, return_inverse=True)
     return inverse, int(uniques.numel())
 
@@ -122,7 +125,7 @@ def _radix_codes(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
     """Codes in ``[0, n)`` for mixed-radix folding: the ids themselves when small and non-negative, else dense."""
     if ids.numel() == 0:
         return ids, 0
-    low, high = int(ids.min()), int(ids.max())
+    low, high = (int(v) for v in torch.aminmax(ids))
     if low >= 0 and high < _bincount_limit(ids.numel()):
         return ids, high + 1
     return dense_ids(ids)
@@ -133,6 +136,14 @@ def combine_ids(*id_columns: torch.Tensor) -> torch.Tensor:
 
     Columns are folded by mixed radix while the key range stays small (no sort); when one column is a function of
     the other (anchor ids built per group are), the finer one alone is kept; otherwise one sort.
+    """
+    return dense_ids(combine_codes(*id_columns)[0])[0]
+
+
+def combine_codes(*id_columns: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Like :func:`combine_ids` but returns ``(codes, size)`` with codes in ``[0, size)``, not necessarily dense.
+
+    Cheaper (no final remap); ``size`` stays below a few times N, so codes can index bincount/scatter tables.
     """
     combined, size = _radix_codes(check_ids("ids", id_columns[0]))
     for column in id_columns[1:]:
@@ -151,7 +162,7 @@ def combine_ids(*id_columns: torch.Tensor) -> torch.Tensor:
         else:  # radix overflow: unique rows
             _, combined = torch.unique(torch.stack([combined, codes], 1), dim=0, return_inverse=True)
             size = int(combined.max()) + 1 if combined.numel() else 0
-    return dense_ids(combined)[0]
+    return combined, size
 
 
 @dataclass(frozen=True)
@@ -165,24 +176,28 @@ class GroupStats:
     centred: torch.Tensor  # (N,) float64, value minus its group mean
 
 
+def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
+    """Stats over codes in ``[0, size)``; unused codes get count 0, mean 0, std 0."""
+    x = values.to(torch.float64)
+    count = torch.bincount(codes, minlength=size).to(torch.float64)
+    mean = torch.bincount(codes, weights=x, minlength=size) / count.clamp_min(1.0)
+    centred = x - mean[codes]
+    sq = torch.bincount(codes, weights=centred * centred, minlength=size)
+    std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
+    return GroupStats(codes, count, mean, std, centred)
+
+
 def group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
     """Size, mean and Bessel-corrected std of ``values`` per id, in float64 (two-pass, numerically stable)."""
-    ids = check_ids("group_ids", ids)
-    inverse, n_groups = dense_ids(ids)
-    x = values.to(torch.float64)
-    count = torch.bincount(inverse, minlength=n_groups).to(torch.float64)
-    mean = torch.bincount(inverse, weights=x, minlength=n_groups) / count
-    centred = x - mean[inverse]
-    sq = torch.bincount(inverse, weights=centred * centred, minlength=n_groups)
-    std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
-    return GroupStats(inverse, count, mean, std, centred)
+    inverse, n_groups = dense_ids(check_ids("group_ids", ids))
+    return _stats(values, inverse, n_groups)
 
 
 def normalize_in_groups(
     values: torch.Tensor, ids: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6
 ) -> torch.Tensor:
     """``(x - mean_g) / (std_g + eps)`` (or ``x - mean_g``) per group; singleton groups give exactly 0."""
-    stats = group_stats(values, ids)
+    stats = _stats(values, *_radix_codes(check_ids("group_ids", ids)))
     if not scale_by_std:
         return stats.centred.to(values.dtype)  # singletons: x - x/1 == 0 exactly
     factor = torch.where(stats.count > 1, 1.0 / (stats.std + eps), torch.zeros_like(stats.std))
