@@ -85,7 +85,7 @@ def dense_ids(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
         if n_present == high + 1:  # already dense: skip the gather
             return ids, n_present
         remap = torch.cumsum(present, 0) - 1
-        return remap[ids], n_present
+        return remap.index_select(0, ids), n_present
     uniques, inverse = torch.unique(ids, return_inverse=True)
     return inverse, int(uniques.numel())
 
@@ -117,8 +117,8 @@ def _nested(inner: torch.Tensor, n_inner: int, outer: torch.Tensor, n_outer: int
     if n_inner > _bincount_limit(inner.numel()):
         return False
     owner = torch.full((n_inner,), -1, dtype=torch.int64)
-    owner[inner] = outer
-    return bool(torch.equal(owner[inner], outer))
+    owner.scatter_(0, inner, outer)
+    return bool(torch.equal(owner.index_select(0, inner), outer))
 
 
 def _radix_codes(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -181,7 +181,7 @@ def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
     x = values.to(torch.float64)
     count = torch.bincount(codes, minlength=size).to(torch.float64)
     mean = torch.bincount(codes, weights=x, minlength=size) / count.clamp_min(1.0)
-    centred = x - mean[codes]
+    centred = x - mean.index_select(0, codes)
     sq = torch.bincount(codes, weights=centred * centred, minlength=size)
     std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
     return GroupStats(codes, count, mean, std, centred)
@@ -201,4 +201,4 @@ def normalize_in_groups(
     if not scale_by_std:
         return stats.centred.to(values.dtype)  # singletons: x - x/1 == 0 exactly
     factor = torch.where(stats.count > 1, 1.0 / (stats.std + eps), torch.zeros_like(stats.std))
-    return (stats.centred * factor[stats.inverse]).to(values.dtype)
+    return (stats.centred * factor.index_select(0, stats.inverse)).to(values.dtype)

@@ -10,7 +10,13 @@ from __future__ import annotations
 import torch
 
 from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
-from teamgym.algos.grouping import combine_codes, dense_ids, normalize_in_groups
+from teamgym.algos.grouping import (
+    _bincount_limit,
+    _radix_codes,
+    combine_codes,
+    dense_ids,
+    normalize_in_groups,
+)
 from teamgym.algos.registry import register_advantage
 from teamgym.errors import InvalidArgumentError
 
@@ -39,44 +45,46 @@ def discounted_returns(
         raise InvalidArgumentError(f"gamma must be in [0, 1], got {gamma}: GiGPO uses 0.95")
     if n == 0:
         return rewards.clone()
-    traj, _ = dense_ids(trajectory_ids)
-    order = torch.argsort(turn_ids, stable=True)
-    order = order[torch.argsort(traj[order], stable=True)]
-    traj_sorted, turn_sorted = traj[order], turn_ids[order]
-    same_next = traj_sorted[1:] == traj_sorted[:-1]
-    if bool((same_next & (turn_sorted[1:] == turn_sorted[:-1])).any()):
+    traj, n_traj = dense_ids(trajectory_ids)
+    turn, n_turn = _radix_codes(turn_ids)
+    if n_traj * n_turn >= _bincount_limit(n):
+        turn, n_turn = dense_ids(turn)
+    key = traj * n_turn + turn  # sorted order of key = by trajectory, then turn
+    if n_traj * n_turn < _bincount_limit(n):
+        position, n_distinct = dense_ids(key)  # unique keys: the dense id is the sorted position (no sort)
+    else:
+        position = torch.empty(n, dtype=torch.int64)
+        sorted_key, order = torch.sort(key)
+        position.scatter_(0, order, torch.arange(n))
+        n_distinct = n - int((sorted_key[1:] == sorted_key[:-1]).sum())
+    if n_distinct < n:
         raise InvalidArgumentError(
             "turn_ids repeat within a trajectory, so the return order is ambiguous: give each row of a "
             "trajectory a distinct turn id (for per-agent returns combine trajectory and agent ids)"
         )
-    # segment end (exclusive) per sorted row
-    starts = torch.ones(n, dtype=torch.bool)
-    starts[1:] = ~same_next
-    seg_index = torch.cumsum(starts, 0) - 1
-    seg_start = torch.nonzero(starts).squeeze(1)
-    seg_end = torch.cat([seg_start[1:], torch.tensor([n])])[seg_index]
-    values = rewards.to(torch.float64)[order]
-    position = torch.arange(n)
+    # trajectories occupy consecutive sorted positions; each row's chain ends where its trajectory's block ends
+    block_end = torch.cumsum(torch.bincount(traj, minlength=n_traj), 0)
+    seg_end = torch.empty(n, dtype=torch.int64)
+    seg_end.scatter_(0, position, block_end.index_select(0, traj))
+    values = torch.empty(n, dtype=torch.float64)
+    values.scatter_(0, position, rewards.to(torch.float64))
+    index = torch.arange(n)
     span, factor = 1, float(gamma)
-    while span < n:
-        ahead = position + span
+    while True:
+        ahead = index + span
         inside = ahead < seg_end
         if not bool(inside.any()):
             break
-        shifted = torch.zeros_like(values)
-        shifted[inside] = values[ahead[inside]]
-        values = values + factor * shifted
+        values = values + factor * values.index_select(0, ahead.clamp_max(n - 1)) * inside
         span, factor = span * 2, factor * factor
-    out = torch.empty_like(values)
-    out[order] = values
-    return out.to(rewards.dtype)
+    return values.index_select(0, position).to(rewards.dtype)
 
 
 def _first_row_of_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
     """One row index per dense unit id; checks that ``values`` is constant within each unit."""
     n_units = int(unit.max()) + 1
     rows = torch.zeros(n_units, dtype=torch.int64).scatter_(0, unit, torch.arange(unit.numel()))
-    spread = values[rows][unit]
+    spread = values.index_select(0, rows).index_select(0, unit)
     if not torch.equal(spread, values) and not torch.allclose(spread, values, rtol=1e-6, atol=1e-6):
         bad = int((~torch.isclose(values, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])
         raise InvalidArgumentError(
@@ -99,10 +107,12 @@ def _two_level(
     units = dense_ids(units)[0]  # one episode value per *present* unit
     rows = _first_row_of_unit(episode_returns, units, "episode_returns")
     episode_adv = normalize_in_groups(
-        episode_returns[rows].to(torch.float64), episode_groups[rows], scale_by_std=scale_by_std
+        episode_returns.index_select(0, rows).to(torch.float64),
+        episode_groups.index_select(0, rows),
+        scale_by_std=scale_by_std,
     )
     step_adv = normalize_in_groups(step_returns.to(torch.float64), step_groups, scale_by_std=scale_by_std)
-    return (episode_adv[units] + omega * step_adv).to(episode_returns.dtype)
+    return (episode_adv.index_select(0, units) + omega * step_adv).to(episode_returns.dtype)
 
 
 @register_advantage("gigpo")
