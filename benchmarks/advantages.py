@@ -1,10 +1,10 @@
 """Advantage estimators vs the dict-of-lists Python loop used in public trainers.
 
-Run: ``python benchmarks/advantages.py`` (1M agent-turn rows, 100k groups, string anchors; about 2 minutes on one
-core). ``--rows 100000`` shrinks the batch; ``--loop-rows`` sets the rows the slow loops run on (their time is
-scaled linearly to ``--rows``; pass ``--loop-rows`` equal to ``--rows`` to time them in full). Each measurement
-runs in a forked child so peak memory (RSS high-water mark above the child's start) is per estimator.
-Prints a markdown table.
+Run: ``python benchmarks/advantages.py`` (1M agent-turn rows, 100k groups, string anchors; about 2 minutes on
+one core). ``--rows 100000`` shrinks the batch; ``--loop-rows`` sets the rows the slow loops run on (their
+time is scaled linearly to ``--rows``; pass ``--loop-rows`` equal to ``--rows`` to time them in full). Each
+measurement runs in a forked child so peak memory (RSS high-water mark above the child's start) is per
+estimator. Prints a markdown table.
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ from teamgym.algos import (  # noqa: E402
 
 
 def loop_normalize(scores: torch.Tensor, keys: list, scale: bool = True, eps: float = 1e-6) -> torch.Tensor:
-    """verl ``compute_grpo_outcome_advantage`` shape: dict of lists, torch.mean/std per group, per-row writes."""
+    """verl ``compute_grpo_outcome_advantage`` shape: dict of lists, torch.mean/std per group, per-row
+    writes.
+    """
     scores = scores.clone()
     id2score = defaultdict(list)
     id2mean, id2std = {}, {}
@@ -82,7 +84,7 @@ def loop_gigpo(ep: torch.Tensor, step: torch.Tensor, episode_keys: list, group_k
             traj_group[episode_keys[i]] = group_keys[i]
     keys = list(traj_return)
     episode_adv = loop_normalize(torch.stack([traj_return[k] for k in keys]), [traj_group[k] for k in keys])
-    episode_by_key = dict(zip(keys, episode_adv))
+    episode_by_key = dict(zip(keys, episode_adv, strict=True))
     step_adv = loop_normalize(step, step_keys)
     out = step_adv.clone()
     for i in range(len(out)):
@@ -116,7 +118,7 @@ def loop_tree(parents: list, rewards: list) -> list:
                 total[cur] += rewards[node]
                 count[cur] += 1
                 cur = parents[cur]
-    value = [t / c for t, c in zip(total, count)]
+    value = [t / c for t, c in zip(total, count, strict=True)]
     out = []
     for node, parent in enumerate(parents):
         if parent < 0:
@@ -143,14 +145,16 @@ def loop_factorize(strings: list) -> list:
 
 
 def make_batch(rows: int, groups: int, seed: int = 0) -> dict:
-    """Shuffled agent-turn rows: ~rows/groups per group, 4 trajectories, 2 agents, 3 turns, 4 anchors per group."""
+    """Shuffled agent-turn rows: ~rows/groups per group, 4 trajectories, 2 agents, 3 turns, 4 anchors per
+    group.
+    """
     rng = np.random.default_rng(seed)
     group = rng.integers(0, groups, rows)
     traj = rng.integers(0, 4, rows)
     agent = rng.integers(0, 2, rows)
     turn = rng.integers(0, 3, rows)
     anchor_k = rng.integers(0, 4, rows)
-    anchors = [f"obs of task {g}: state {k}" for g, k in zip(group.tolist(), anchor_k.tolist())]
+    anchors = [f"obs of task {g}: state {k}" for g, k in zip(group.tolist(), anchor_k.tolist(), strict=True)]
     ep_table = rng.integers(0, 2, groups * 8).astype(np.float32)
     order = np.argsort(rng.random(rows))  # trajectories of 5 turns, rows shuffled
     traj_unique, turn_unique = order // 5, order % 5
@@ -221,38 +225,53 @@ def main() -> None:
     small = make_batch(loop_n, max(1, args.groups * loop_n // n), seed=1)
     anchors_big = group_ids(big["group"], big["anchors"])
     s = small
-    sg, sa, st, str_, = s["group"].tolist(), s["agent"].tolist(), s["turn"].tolist(), s["traj"].tolist()
+    (
+        sg,
+        sa,
+        st,
+        str_,
+    ) = s["group"].tolist(), s["agent"].tolist(), s["turn"].tolist(), s["traj"].tolist()
     s_anchor = s["anchors"]
     b = big
     cases = [
         ("grpo", lambda: grpo(b["rewards"], b["group"]), lambda: loop_normalize(s["rewards"], sg)),
-        ("dr_grpo", lambda: dr_grpo(b["rewards"], b["group"]), lambda: loop_normalize(s["rewards"], sg, False)),
+        (
+            "dr_grpo",
+            lambda: dr_grpo(b["rewards"], b["group"]),
+            lambda: loop_normalize(s["rewards"], sg, False),
+        ),
         ("rloo", lambda: rloo(b["rewards"], b["group"]), lambda: loop_rloo(s["rewards"], sg)),
         (
             "at_grpo",
             lambda: at_grpo(b["rewards"], b["group"], b["agent"], b["turn"]),
-            lambda: loop_normalize(s["rewards"], list(zip(sg, sa, st))),
+            lambda: loop_normalize(s["rewards"], list(zip(sg, sa, st, strict=True))),
         ),
         (
             "dr_mas",
             lambda: dr_mas(b["rewards"], b["group"], b["agent"]),
-            lambda: loop_normalize(s["rewards"], list(zip(sg, sa))),
+            lambda: loop_normalize(s["rewards"], list(zip(sg, sa, strict=True))),
         ),
         (
             "mhgpo",
             lambda: mhgpo(b["rewards"], b["group"], b["agent"]),
-            lambda: loop_normalize(s["rewards"], list(zip(sg, sa))),
+            lambda: loop_normalize(s["rewards"], list(zip(sg, sa, strict=True))),
         ),
         (
             "gigpo",
             lambda: gigpo(b["ep"], b["step"], b["group"], b["traj"], anchors_big),
-            lambda: loop_gigpo(s["ep"], s["step"], list(zip(sg, str_)), sg, list(zip(sg, s_anchor))),
+            lambda: loop_gigpo(
+                s["ep"], s["step"], list(zip(sg, str_, strict=True)), sg, list(zip(sg, s_anchor, strict=True))
+            ),
         ),
         (
             "team_gigpo",
             lambda: team_gigpo(b["ep_agent"], b["step"], b["group"], b["traj"], b["agent"], anchors_big),
             lambda: loop_gigpo(
-                s["ep_agent"], s["step"], list(zip(sg, sa, str_)), list(zip(sg, sa)), list(zip(sg, sa, s_anchor))
+                s["ep_agent"],
+                s["step"],
+                list(zip(sg, sa, str_, strict=True)),
+                list(zip(sg, sa, strict=True)),
+                list(zip(sg, sa, s_anchor, strict=True)),
             ),
         ),
         (

@@ -1,8 +1,8 @@
 """RL algorithms for teams of LLM agents: pure torch functions over the columns of an agent-turn batch.
 
 Advantage estimators are registered by name (``get_advantage("grpo")``, ``list_advantages()``); group ids are
-built explicitly from key columns (``group_ids(task_ids, agents, turns)``). Formulas and sources: docs/algorithms.md.
-This package depends on torch and numpy only.
+built explicitly from key columns (``group_ids(task_ids, agents, turns)``). Formulas and sources:
+docs/algorithms.md. This package depends on torch and numpy only.
 
 >>> import torch
 >>> from teamgym.algos import get_advantage

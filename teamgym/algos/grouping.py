@@ -1,8 +1,9 @@
 """Group ids from key columns, and vectorised per-group statistics (mean, Bessel std, size).
 
 Every group-relative estimator reduces to: turn key columns into dense int64 ids, then compute a statistic per
-group with ``index_add_`` and gather it back per row. Both steps are O(N) tensor operations except one sort when
-ids are sparse (``torch.unique``); strings are factorised with a dict (about 0.2 s per million on one core).
+group with ``index_add_`` and gather it back per row. Both steps are O(N) tensor operations except one sort
+when ids are sparse (``torch.unique``); strings are factorised with a dict (about 0.2 s per million on one
+core).
 
 >>> import torch
 >>> ids = group_ids(["t1", "t1", "t2"], torch.tensor([0, 0, 0]))
@@ -94,8 +95,10 @@ def group_ids(*columns: Column) -> torch.Tensor:
     """Dense int64 group ids: rows share an id exactly when they agree on every key column.
 
     Args:
-        *columns: one or more equally long key columns (int tensors/arrays/lists, or lists of strings/hashables),
-            e.g. ``group_ids(task_ids, agent_names, turn_ids)`` for AT-GRPO or ``group_ids(task_ids, anchors)``.
+        *columns: one or more equally long key columns (int tensors/arrays/lists, or lists of
+        strings/hashables),
+            e.g. ``group_ids(task_ids, agent_names, turn_ids)`` for AT-GRPO or ``group_ids(task_ids,
+            anchors)``.
 
     Returns:
         ``(N,)`` int64 ids in ``[0, G)``.
@@ -113,7 +116,7 @@ def _bincount_limit(n: int) -> int:
 
 
 def _nested(inner: torch.Tensor, n_inner: int, outer: torch.Tensor, n_outer: int) -> bool:
-    """Whether ``outer`` is a function of ``inner`` (dense codes): then pairs are identified by ``inner`` alone."""
+    """Whether ``outer`` is a function of ``inner`` (then ``inner`` alone identifies the pairs)."""
     if n_inner > _bincount_limit(inner.numel()):
         return False
     owner = torch.full((n_inner,), -1, dtype=torch.int64)
@@ -122,7 +125,7 @@ def _nested(inner: torch.Tensor, n_inner: int, outer: torch.Tensor, n_outer: int
 
 
 def _radix_codes(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """Codes in ``[0, n)`` for mixed-radix folding: the ids themselves when small and non-negative, else dense."""
+    """Codes in ``[0, n)`` for radix folding: the ids themselves if small and non-negative, else dense."""
     if ids.numel() == 0:
         return ids, 0
     low, high = (int(v) for v in torch.aminmax(ids))
@@ -134,14 +137,14 @@ def _radix_codes(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
 def combine_ids(*id_columns: torch.Tensor) -> torch.Tensor:
     """Dense ids of the tuples ``(a[i], b[i], ...)`` for int64 id tensors of any values (no Python loop).
 
-    Columns are folded by mixed radix while the key range stays small (no sort); when one column is a function of
-    the other (anchor ids built per group are), the finer one alone is kept; otherwise one sort.
+    Columns are folded by mixed radix while the key range stays small (no sort); when one column is a function
+    of the other (anchor ids built per group are), the finer one alone is kept; otherwise one sort.
     """
     return dense_ids(combine_codes(*id_columns)[0])[0]
 
 
 def combine_codes(*id_columns: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """Like :func:`combine_ids` but returns ``(codes, size)`` with codes in ``[0, size)``, not necessarily dense.
+    """Like :func:`combine_ids` but returns ``(codes, size)``: codes in ``[0, size)``, not necessarily dense.
 
     Cheaper (no final remap); ``size`` stays below a few times N, so codes can index bincount/scatter tables.
     """

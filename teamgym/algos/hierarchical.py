@@ -1,8 +1,8 @@
 """Hierarchical (episode + step) advantages: GiGPO and its multi-agent version ``team_gigpo``.
 
 Both read per-row columns: the episode return of the row's trajectory, the row's discounted step return (see
-:func:`discounted_returns`), the prompt group, the trajectory, and an anchor id (the env state the row acted in,
-hashed without history; build it with ``group_ids(anchor_texts)``).
+:func:`discounted_returns`), the prompt group, the trajectory, and an anchor id (the env state the row acted
+in, hashed without history; build it with ``group_ids(anchor_texts)``).
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ def discounted_returns(
 ) -> torch.Tensor:
     """Per-row discounted return ``G_t = r_t + gamma * G_{t+1}`` along each trajectory, ordered by turn.
 
-    GiGPO (arXiv 2505.10978, Eq. 6) uses gamma = 0.95. For per-agent returns (``team_gigpo``) pass
-    ``trajectory_ids = combine_ids(trajectory_ids, agent_ids)`` so each agent's turns form their own chain. Rows may
-    come in any order; turn ids must be distinct within a trajectory. A segmented doubling scan: O(N log T).
+    GiGPO (arXiv 2505.10978) uses gamma = 0.95. For per-agent returns (``team_gigpo``) pass
+    ``trajectory_ids = combine_ids(trajectory_ids, agent_ids)`` so each agent's turns form their own chain.
+    Rows may come in any order; turn ids must be distinct within a trajectory. A segmented doubling scan: O(N
+    log T).
     """
     rewards = check_values("rewards", rewards)
     trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
@@ -62,7 +63,7 @@ def discounted_returns(
             "turn_ids repeat within a trajectory, so the return order is ambiguous: give each row of a "
             "trajectory a distinct turn id (for per-agent returns combine trajectory and agent ids)"
         )
-    # trajectories occupy consecutive sorted positions; each row's chain ends where its trajectory's block ends
+    # trajectories occupy consecutive sorted positions; a row's chain ends where its trajectory's block ends
     block_end = torch.cumsum(torch.bincount(traj, minlength=n_traj), 0)
     seg_end = torch.empty(n, dtype=torch.int64)
     seg_end.scatter_(0, position, block_end.index_select(0, traj))
@@ -88,8 +89,8 @@ def _first_row_of_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> t
     if not torch.equal(spread, values) and not torch.allclose(spread, values, rtol=1e-6, atol=1e-6):
         bad = int((~torch.isclose(values, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])
         raise InvalidArgumentError(
-            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and another "
-            f"row of its trajectory has {spread[bad].item()}: repeat the episode return on every row"
+            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and "
+            f"another row of its trajectory has {spread[bad].item()}: repeat the episode return on every row"
         )
     return rows
 
@@ -103,7 +104,9 @@ def _two_level(
     omega: float,
     scale_by_std: bool,
 ) -> torch.Tensor:
-    """``A^E`` (GRPO over one return per unit, within ``episode_groups``) + ``omega * A^S`` (GRPO in step groups)."""
+    """``A^E`` (GRPO over one return per unit, within ``episode_groups``) + ``omega * A^S`` (GRPO in step
+    groups).
+    """
     units = dense_ids(units)[0]  # one episode value per *present* unit
     rows = _first_row_of_unit(episode_returns, units, "episode_returns")
     episode_adv = normalize_in_groups(
@@ -126,12 +129,13 @@ def gigpo(
     omega: float = 1.0,
     scale_by_std: bool = True,
 ) -> torch.Tensor:
-    """GiGPO two-level advantage ``A = A^E + omega * A^S`` (arXiv 2505.10978, Eqs. 4, 7, 8; verl-agent).
+    """GiGPO two-level advantage ``A = A^E + omega * A^S`` (arXiv 2505.10978; verl-agent).
 
-    Episode level ``A^E``: GRPO over one return per (group, trajectory) (repeated on each of its rows), so long
-    trajectories do not weigh more. Step level ``A^S``: GRPO of ``step_returns`` over the step group (group, anchor):
-    rows of the same prompt group that acted in an identical env state. Singleton groups give 0 (verl-agent gives
-    the raw value), so all-distinct anchors or ``omega = 0`` reduce to episode-level GRPO. eps = 1e-6.
+    Episode level ``A^E``: GRPO over one return per (group, trajectory) (repeated on each of its rows), so
+    long trajectories do not weigh more. Step level ``A^S``: GRPO of ``step_returns`` over the step group
+    (group, anchor): rows of the same prompt group that acted in an identical env state. Singleton groups give
+    0 (verl-agent gives the raw value), so all-distinct anchors or ``omega = 0`` reduce to episode-level GRPO.
+    eps = 1e-6.
 
     Args:
         episode_returns: ``(N,)`` return of the row's trajectory (constant within a trajectory).
@@ -177,16 +181,17 @@ def team_gigpo(
     """Multi-agent GiGPO (teamgym design, direction A): GiGPO's two levels, normalised per agent as Dr.MAS.
 
     Outer level: the team trajectories of one task (``group_ids``). Each agent k has one episode return per
-    trajectory (its mixed return, e.g. ``alpha*team + local``), standardised across the group's trajectories among
-    agent k's returns only: ``A^E = (R_k - mu_{g,k}) / (sigma_{g,k} + eps)``. Inner level: step groups are
-    (group, agent, anchor), i.e. the same agent acting in an identical state; ``step_returns`` are per-agent
-    discounted returns over that agent's own turns (``discounted_returns(r, combine_ids(traj, agent), turn)``).
-    ``A = A^E + omega * A^S``. Per-agent statistics keep each agent invariant to affine changes of its own rewards
-    (Dr.MAS, arXiv 2602.08847) and never compare a coder's state with a tester's. With one agent this is exactly
-    :func:`gigpo`.
+    trajectory (its mixed return, e.g. ``alpha*team + local``), standardised across the group's trajectories
+    among agent k's returns only: ``A^E = (R_k - mu_{g,k}) / (sigma_{g,k} + eps)``. Inner level: step groups
+    are (group, agent, anchor), i.e. the same agent acting in an identical state; ``step_returns`` are
+    per-agent discounted returns over that agent's own turns (``discounted_returns(r, combine_ids(traj,
+    agent), turn)``). ``A = A^E + omega * A^S``. Per-agent statistics keep each agent invariant to affine
+    changes of its own rewards (Dr.MAS, arXiv 2602.08847) and never compare a coder's state with a tester's.
+    With one agent this is exactly :func:`gigpo`.
 
     Args:
-        episode_returns: ``(N,)`` the row's agent's return in its trajectory (constant per (trajectory, agent)).
+        episode_returns: ``(N,)`` the row's agent's return in its trajectory (constant per (trajectory,
+        agent)).
         step_returns: ``(N,)`` the row's agent's discounted return from this turn.
         group_ids, trajectory_ids, agent_ids, anchor_ids: ``(N,)`` int64 ids.
         omega: weight of the step-level term.

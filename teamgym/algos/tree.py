@@ -1,9 +1,9 @@
 """Values and advantages on a sampling tree (direction B): Monte-Carlo node values and TreeRL advantages.
 
 A forest of sampling trees is given as ``parents`` (``(M,)`` int64, ``-1`` for roots, any node order) and
-``leaf_rewards`` (``(M,)``, read only at leaves, i.e. nodes without children; put anything, e.g. 0, elsewhere).
-In AT-GRPO's tree each (agent, turn) node has K children, so these values come for free from the rollouts and serve
-as process-reward-model (PRM) targets.
+``leaf_rewards`` (``(M,)``, read only at leaves, i.e. nodes without children; put anything, e.g. 0,
+elsewhere). In AT-GRPO's tree each (agent, turn) node has K children, so these values come for free from the
+rollouts and serve as process-reward-model (PRM) targets.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ __all__ = ["TreeValues", "tree_values", "treerl_advantages", "masprm_targets"]
 
 
 class TreeValues:
-    """Per-node results of :func:`tree_values`: ``value``, ``leaf_count``, ``root``, ``is_leaf`` (all ``(M,)``)."""
+    """Per-node results of :func:`tree_values`: ``value``, ``leaf_count``, ``root``, ``is_leaf`` (all
+    ``(M,)``).
+    """
 
     def __init__(
         self, value: torch.Tensor, leaf_count: torch.Tensor, root: torch.Tensor, is_leaf: torch.Tensor
@@ -36,7 +38,8 @@ def _roots(parents: torch.Tensor) -> torch.Tensor:
     if low < -1 or high >= m:
         bad = int(((parents < -1) | (parents >= m)).nonzero()[0])
         raise InvalidArgumentError(
-            f"parents[{bad}] = {int(parents[bad])} is not a node index in [0, {m}) nor -1 (root): fix the tree"
+            f"parents[{bad}] = {int(parents[bad])} is not a node index in [0, {m}) nor -1 (root): "
+            "fix the tree"
         )
     index = torch.arange(m)
     jump = torch.where(parents >= 0, parents, index)  # roots point to themselves
@@ -56,8 +59,8 @@ def _roots(parents: torch.Tensor) -> torch.Tensor:
 def tree_values(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> TreeValues:
     """Monte-Carlo value of every node: the mean reward of the leaves below it.
 
-    ``V(s) = mean_{l in L(s)} r_l`` (TreeRL, arXiv 2506.11902, Eq. 3; MASPRM's ``q_sum / visits`` when every leaf
-    is one rollout backed up along its path, arXiv 2510.24803, Sec. 3). Every leaf's reward is added to all its
+    ``V(s) = mean_{l in L(s)} r_l`` (TreeRL, arXiv 2506.11902; MASPRM's ``q_sum / visits`` when every leaf
+    is one rollout backed up along its path, arXiv 2510.24803). Every leaf's reward is added to all its
     ancestors, one level per step for all leaves at once: O(leaves * depth) work, ``depth`` tensor ops. Raises
     ``InvalidArgumentError`` on cycles or out-of-range parents.
     """
@@ -86,7 +89,8 @@ def tree_values(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> TreeValues
 def masprm_targets(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> torch.Tensor:
     """MASPRM value targets in [-1, 1]: mean of the +1 (correct) / -1 (wrong) leaf rewards below each node.
 
-    Source: arXiv 2510.24803 (code milad1378yz/MASPRM). Train a PRM with BCE on ``target > 0`` or regress on it.
+    Source: arXiv 2510.24803 (code milad1378yz/MASPRM). Train a PRM with BCE on ``target > 0`` or regress on
+    it.
     """
     leaf_rewards = check_values("leaf_rewards", leaf_rewards)
     values = tree_values(parents, leaf_rewards)
@@ -104,10 +108,10 @@ def treerl_advantages(
 ) -> torch.Tensor:
     """TreeRL per-node advantage ``(V(s) - V(root) + V(s) - V(parent)) / sqrt(|L(s)|)``; roots get 0.
 
-    Source: TreeRL (arXiv 2506.11902, Eqs. 4-6; code THUDM/TreeRL). Global term ``V(s) - V(root)``, local term
+    Source: TreeRL (arXiv 2506.11902; code THUDM/TreeRL). Global term ``V(s) - V(root)``, local term
     ``V(s) - V(parent)``; local terms along a root-to-leaf path telescope to ``V(leaf) - V(root)``. The
-    ``1/sqrt(#leaves below)`` factor (``normalize``) keeps nodes shared by many leaves from dominating. Each token of
-    the segment that produced node s gets this value.
+    ``1/sqrt(#leaves below)`` factor (``normalize``) keeps nodes shared by many leaves from dominating. Each
+    token of the segment that produced node s gets this value.
     """
     values = tree_values(parents, leaf_rewards)
     parents = parents.to(torch.int64)

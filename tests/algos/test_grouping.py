@@ -11,7 +11,7 @@ from tests.algos.reference import group_ids_loop
 
 def same_partition(a, b) -> bool:
     """Two id lists induce the same grouping (a bijection between their values)."""
-    pairs = set(zip(a, b))
+    pairs = set(zip(a, b, strict=True))
     return len(pairs) == len(set(a)) == len(set(b))
 
 
@@ -30,7 +30,10 @@ def test_group_ids_matches_loop_on_mixed_columns(seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(max_size=3), min_size=1, max_size=40), st.lists(st.integers(-3, 3), min_size=40, max_size=40))
+@given(
+    st.lists(st.text(max_size=3), min_size=1, max_size=40),
+    st.lists(st.integers(-3, 3), min_size=40, max_size=40),
+)
 def test_group_ids_property_strings_and_ints(strings, ints):
     ints = ints[: len(strings)]
     ours = group_ids(strings, torch.tensor(ints)).tolist()

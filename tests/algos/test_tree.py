@@ -28,7 +28,9 @@ def test_tree_values_and_treerl_match_loop(seed):
     parents, rewards = random_forest(seed)
     values = tree_values(parents, rewards)
     np.testing.assert_allclose(values.value.numpy(), tree_values_loop(parents.tolist(), rewards.tolist()))
-    np.testing.assert_allclose(treerl_advantages(parents, rewards).numpy(), treerl_loop(parents.tolist(), rewards.tolist()))
+    np.testing.assert_allclose(
+        treerl_advantages(parents, rewards).numpy(), treerl_loop(parents.tolist(), rewards.tolist())
+    )
 
 
 def test_local_advantages_telescope_along_a_path():
