@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
-from teamgym.algos.grouping import combine_codes, combine_ids, group_stats, normalize_in_groups
+from teamgym.algos.grouping import combine_codes, combine_ids, normalize_in_groups, sparse_group_stats
 from teamgym.algos.registry import register_advantage
 
 __all__ = ["grpo", "dr_grpo", "rloo", "at_grpo", "at_grpo_group_ids", "dr_mas", "mhgpo"]
@@ -62,12 +62,10 @@ def rloo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
     rewards = check_values("rewards", rewards)
     group_ids = check_ids("group_ids", group_ids)
     check_same_length(rewards=rewards, group_ids=group_ids)
-    stats = group_stats(rewards, group_ids)
-    x = rewards.to(torch.float64)
-    count = stats.count[stats.inverse]
-    total = stats.mean[stats.inverse] * count
-    out = torch.where(count > 1, x - (total - x) / (count - 1).clamp_min(1.0), torch.zeros_like(x))
-    return out.to(rewards.dtype)
+    # r_i - (S - r_i)/(G - 1) == G/(G - 1) * (r_i - S/G): one centring pass, one per-group factor
+    stats = sparse_group_stats(rewards, group_ids)
+    factor = torch.where(stats.count > 1, stats.count / (stats.count - 1).clamp_min(1.0), 0.0)
+    return (stats.centred * factor.index_select(0, stats.inverse)).to(rewards.dtype)
 
 
 def at_grpo_group_ids(

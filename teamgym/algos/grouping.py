@@ -196,6 +196,14 @@ def group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
     return _stats(values, inverse, n_groups)
 
 
+def sparse_group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
+    """:func:`group_stats` without the final remap (cheaper when ids are small non-negative integers).
+
+    ``inverse`` holds codes in ``[0, size)`` rather than dense ids; unused codes have count 0.
+    """
+    return _stats(values, *_radix_codes(check_ids("group_ids", ids)))
+
+
 def normalize_in_groups(
     values: torch.Tensor, ids: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6
 ) -> torch.Tensor:
@@ -203,5 +211,7 @@ def normalize_in_groups(
     stats = _stats(values, *_radix_codes(check_ids("group_ids", ids)))
     if not scale_by_std:
         return stats.centred.to(values.dtype)  # singletons: x - x/1 == 0 exactly
-    factor = torch.where(stats.count > 1, 1.0 / (stats.std + eps), torch.zeros_like(stats.std))
+    # singleton and exactly-constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0)
+    spread = (stats.count > 1) & (stats.std > 0)
+    factor = torch.where(spread, 1.0 / (stats.std + eps), torch.zeros_like(stats.std))
     return (stats.centred * factor.index_select(0, stats.inverse)).to(values.dtype)

@@ -134,8 +134,9 @@ def gigpo(
     Episode level ``A^E``: GRPO over one return per (group, trajectory) (repeated on each of its rows), so
     long trajectories do not weigh more. Step level ``A^S``: GRPO of ``step_returns`` over the step group
     (group, anchor): rows of the same prompt group that acted in an identical env state. Singleton groups give
-    0 (verl-agent gives the raw value), so all-distinct anchors or ``omega = 0`` reduce to episode-level GRPO.
-    eps = 1e-6.
+    0 at both levels (verl-agent gives 0 at the step level but the raw return for a prompt with a single
+    trajectory), so all-distinct anchors or ``omega = 0`` reduce to episode-level GRPO. eps = 1e-6.
+    verl-agent's function default is ``mode="mean_norm"`` but its scripts use ``mean_std_norm``, our default.
 
     Args:
         episode_returns: ``(N,)`` return of the row's trajectory (constant within a trajectory).
