@@ -1,11 +1,11 @@
 """Advantage estimators vs the dict-of-lists Python loop used in public trainers.
 
-Run: ``python benchmarks/advantages.py`` (1M agent-turn rows, 100k groups, string anchors; a few minutes on one
-core). ``--rows 100000`` shrinks the batch; ``--loop-rows`` sets the rows the slow loops run on (their time is
-scaled linearly to ``--rows``; pass ``--loop-rows`` equal to ``--rows`` to time them in full). Times are medians
-in this process (ours measured before and after the loop, best of the two medians, so both see similar load);
-peak memory is the RSS high-water mark above the start of a forked child running the estimator once. Prints a
-markdown table.
+Run: ``python benchmarks/advantages.py`` (1M agent-turn rows, 100k groups, string anchors; a few minutes on
+one core). ``--rows 100000`` shrinks the batch; ``--loop-rows`` sets the rows the slow loops run on (their
+time is scaled linearly to ``--rows``; pass ``--loop-rows`` equal to ``--rows`` to time them in full). Times
+are medians in this process (ours measured before and after the loop, best of the two medians, so both see
+similar load); peak memory is the RSS high-water mark above the start of a forked child running the estimator
+once. Prints a markdown table.
 """
 
 from __future__ import annotations
