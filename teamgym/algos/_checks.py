@@ -50,8 +50,13 @@ def check_ids(name: str, ids: torch.Tensor) -> torch.Tensor:
 
 
 def check_same_length(**columns: torch.Tensor) -> int:
-    """All columns have the same length; returns it."""
+    """All columns have the same length and device; returns the length."""
     lengths = {name: int(col.shape[0]) for name, col in columns.items()}
+    devices = {str(col.device) for col in columns.values() if isinstance(col, torch.Tensor)}
+    if len(devices) > 1:
+        raise InvalidArgumentError(
+            f"columns are on different devices {sorted(devices)}: move them to one device with .to(device)"
+        )
     if len(set(lengths.values())) > 1:
         listed = ", ".join(f"{k}={v}" for k, v in lengths.items())
         raise InvalidArgumentError(

@@ -119,7 +119,7 @@ def _nested(inner: torch.Tensor, n_inner: int, outer: torch.Tensor, n_outer: int
     """Whether ``outer`` is a function of ``inner`` (then ``inner`` alone identifies the pairs)."""
     if n_inner > _bincount_limit(inner.numel()):
         return False
-    owner = torch.full((n_inner,), -1, dtype=torch.int64)
+    owner = torch.full((n_inner,), -1, dtype=torch.int64, device=inner.device)
     owner.scatter_(0, inner, outer)
     return bool(torch.equal(owner.index_select(0, inner), outer))
 

@@ -54,9 +54,9 @@ def discounted_returns(
     if n_traj * n_turn < _bincount_limit(n):
         position, n_distinct = dense_ids(key)  # unique keys: the dense id is the sorted position (no sort)
     else:
-        position = torch.empty(n, dtype=torch.int64)
+        position = torch.empty(n, dtype=torch.int64, device=key.device)
         sorted_key, order = torch.sort(key)
-        position.scatter_(0, order, torch.arange(n))
+        position.scatter_(0, order, torch.arange(n, device=key.device))
         n_distinct = n - int((sorted_key[1:] == sorted_key[:-1]).sum())
     if n_distinct < n:
         raise InvalidArgumentError(
@@ -65,11 +65,11 @@ def discounted_returns(
         )
     # trajectories occupy consecutive sorted positions; a row's chain ends where its trajectory's block ends
     block_end = torch.cumsum(torch.bincount(traj, minlength=n_traj), 0)
-    seg_end = torch.empty(n, dtype=torch.int64)
+    seg_end = torch.empty(n, dtype=torch.int64, device=key.device)
     seg_end.scatter_(0, position, block_end.index_select(0, traj))
-    values = torch.empty(n, dtype=torch.float64)
+    values = torch.empty(n, dtype=torch.float64, device=key.device)
     values.scatter_(0, position, rewards.to(torch.float64))
-    index = torch.arange(n)
+    index = torch.arange(n, device=key.device)
     span, factor = 1, float(gamma)
     while True:
         ahead = index + span
@@ -84,7 +84,8 @@ def discounted_returns(
 def _first_row_of_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
     """One row index per dense unit id; checks that ``values`` is constant within each unit."""
     n_units = int(unit.max()) + 1
-    rows = torch.zeros(n_units, dtype=torch.int64).scatter_(0, unit, torch.arange(unit.numel()))
+    rows = torch.zeros(n_units, dtype=torch.int64, device=unit.device)
+    rows.scatter_(0, unit, torch.arange(unit.numel(), device=unit.device))
     spread = values.index_select(0, rows).index_select(0, unit)
     if not torch.equal(spread, values) and not torch.allclose(spread, values, rtol=1e-6, atol=1e-6):
         bad = int((~torch.isclose(values, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])

@@ -41,7 +41,7 @@ def _roots(parents: torch.Tensor) -> torch.Tensor:
             f"parents[{bad}] = {int(parents[bad])} is not a node index in [0, {m}) nor -1 (root): "
             "fix the tree"
         )
-    index = torch.arange(m)
+    index = torch.arange(m, device=parents.device)
     jump = torch.where(parents >= 0, parents, index)  # roots point to themselves
     for _ in range(max(1, m).bit_length() + 1):
         further = jump.index_select(0, jump)
@@ -70,9 +70,9 @@ def tree_values(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> TreeValues
     root = _roots(parents)
     is_leaf = torch.bincount(parents + 1, minlength=m + 1)[1:] == 0
     # slot m is a sink for walks that went past their root
-    up = torch.cat([torch.where(parents >= 0, parents, m), torch.tensor([m])])
-    reward_sum = torch.zeros(m + 1, dtype=torch.float64)
-    leaf_count = torch.zeros(m + 1, dtype=torch.float64)
+    up = torch.cat([torch.where(parents >= 0, parents, m), torch.tensor([m], device=parents.device)])
+    reward_sum = torch.zeros(m + 1, dtype=torch.float64, device=parents.device)
+    leaf_count = torch.zeros(m + 1, dtype=torch.float64, device=parents.device)
     current = torch.nonzero(is_leaf).squeeze(1)
     carried = leaf_rewards.to(torch.float64).index_select(0, current)
     ones = torch.ones_like(carried)
