@@ -4,15 +4,17 @@ Run: ``python benchmarks/advantages.py`` (1M agent-turn rows, 100k groups, strin
 one core). ``--rows 100000`` shrinks the batch; ``--loop-rows`` sets the rows the slow loops run on (their
 time is scaled linearly to ``--rows``; pass ``--loop-rows`` equal to ``--rows`` to time them in full). Times
 are medians in this process (ours measured before and after the loop, best of the two medians, so both see
-similar load); peak memory is the RSS high-water mark above the start of a forked child running the estimator
-once. Prints a markdown table.
+similar load); peak memory is the growth of the RSS high-water mark (VmHWM, reset through
+/proc/self/clear_refs) during one call, so Linux only. Prints a markdown table and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
-import resource
+import ctypes
+import gc
+import os
+import re
 import statistics
 import sys
 import time
@@ -189,22 +191,23 @@ def make_forest(nodes: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
 # ---------------------------------------------------------------- measurement
 
 
-def _peak_child(fn, queue):
-    with open("/proc/self/statm") as f:
-        start_rss = int(f.read().split()[1]) * resource.getpagesize()
-    fn()
-    queue.put(max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - start_rss))
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        return int(re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M).group(1))
 
 
 def peak_memory(fn) -> int:
-    """Peak RSS above the start of a forked child that runs ``fn`` once, in bytes."""
-    ctx = mp.get_context("fork")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_peak_child, args=(fn, queue))
-    proc.start()
-    result = queue.get()
-    proc.join()
-    return result
+    """Peak RSS growth while ``fn`` runs once, in bytes (Linux: reset VmHWM, run, read VmHWM - VmRSS before).
+
+    Freed memory is handed back to the OS first (``malloc_trim``) so earlier runs do not hide this one's peak.
+    """
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = _status_kib("VmRSS")
+    fn()
+    return (_status_kib("VmHWM") - before) * 1024
 
 
 def seconds(fn, repeats: int) -> float:
@@ -297,6 +300,7 @@ def main() -> None:
     sp, sl = small_parents.tolist(), small_leaf.tolist()
     tree_scale = parents.numel() / small_parents.numel()
     results = []
+    load_before = f"{os.getloadavg()[0]:.1f}"
     cases.append(
         (
             f"treerl ({parents.numel():,} tree nodes)",
@@ -312,7 +316,8 @@ def main() -> None:
         results.append((name, ours_s, loop_s, peak_memory(ours)))
     loop_note = "timed in full" if loop_n == n else f"timed on {loop_n:,} rows, scaled x{scale:g}"
     print(f"rows = {n:,}, groups = {args.groups:,}, torch threads = 1; loop {loop_note}\n")
-    print("| estimator | ours (s) | Python loop (s) | speedup | ours peak extra RSS (MiB) |")
+    print(f"load average before: {load_before}, after: {os.getloadavg()[0]:.1f} (1 min)\n")
+    print("| estimator | ours (s) | Python loop (s) | speedup | ours peak RSS growth (MiB) |")
     print("|---|---:|---:|---:|---:|")
     for name, ours_s, loop_s, mem in results:
         print(f"| {name} | {ours_s:.3f} | {loop_s:.2f} | {loop_s / ours_s:,.0f}x | {mem / 2**20:.0f} |")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from teamgym.algos._checks import check_ids
+from teamgym.algos._checks import check_ids, check_same_length
 from teamgym.errors import InvalidArgumentError
 
 __all__ = [
@@ -148,6 +148,9 @@ def combine_codes(*id_columns: torch.Tensor) -> tuple[torch.Tensor, int]:
 
     Cheaper (no final remap); ``size`` stays below a few times N, so codes can index bincount/scatter tables.
     """
+    if not id_columns:
+        raise InvalidArgumentError("combine_ids needs at least one id column, got none")
+    check_same_length(**{f"column {i}": check_ids(f"column {i}", c) for i, c in enumerate(id_columns)})
     combined, size = _radix_codes(check_ids("ids", id_columns[0]))
     for column in id_columns[1:]:
         codes, n = _radix_codes(check_ids("ids", column))
