@@ -8,6 +8,7 @@ from teamgym.algos import (
     dr_grpo,
     dr_mas,
     get_advantage,
+    group_ids,
     grpo,
     list_advantages,
     mhgpo,
@@ -139,3 +140,24 @@ def test_validation_errors_name_bad_values():
         grpo(torch.zeros(2), torch.zeros(2))
     with pytest.raises(InvalidArgumentError, match="torch.Tensor"):
         grpo([0.0, 1.0], torch.zeros(2, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_estimators_on_ids_built_from_string_keys_match_loop(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 150))
+    tasks = [f"task-{i}" for i in rng.integers(0, 8, n)]
+    agents = [["coder", "tester"][i] for i in rng.integers(0, 2, n)]
+    turns = rng.integers(0, 3, n).tolist()
+    rewards = torch.tensor(rng.integers(0, 3, n) / 2.0)  # ties
+    ids = group_ids(tasks, agents, turns)
+    keys = list(zip(tasks, agents, turns, strict=True))
+    np.testing.assert_allclose(grpo(rewards, ids).numpy(), grpo_loop(rewards.tolist(), keys), atol=1e-9)
+    np.testing.assert_allclose(rloo(rewards, ids).numpy(), rloo_loop(rewards.tolist(), keys), atol=1e-9)
+    agent_codes = group_ids(agents)
+    at = at_grpo(rewards, group_ids(tasks), agent_codes, torch.tensor(turns))
+    np.testing.assert_allclose(at.numpy(), grpo_loop(rewards.tolist(), keys), atol=1e-9)
+    mas = dr_mas(rewards, group_ids(tasks), agent_codes)
+    np.testing.assert_allclose(
+        mas.numpy(), grpo_loop(rewards.tolist(), list(zip(tasks, agents, strict=True))), atol=1e-9
+    )

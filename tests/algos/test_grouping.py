@@ -72,3 +72,17 @@ def test_group_id_errors_name_the_problem():
         group_ids(torch.tensor([0.5]))
     with pytest.raises(InvalidArgumentError, match="at least one"):
         group_ids()
+    with pytest.raises(InvalidArgumentError, match="lengths"):
+        combine_ids(torch.tensor([1, 2]), torch.tensor([1]))
+
+
+def test_combine_ids_nested_and_sort_paths_match_loop():
+    rng = np.random.default_rng(0)
+    n = 20_000  # enough distinct keys that the radix range exceeds the bincount limit
+    groups = torch.from_numpy(rng.integers(0, 5_000, n))
+    nested = groups * 1_000_003 + torch.from_numpy(rng.integers(0, 3, n))  # anchor ids built per group
+    unrelated = torch.from_numpy(rng.integers(-(10**12), 10**12, n))
+    for other in (nested, unrelated):
+        for a, b in ((groups, other), (other, groups)):
+            ours = combine_ids(a, b).tolist()
+            assert same_partition(ours, group_ids_loop(a.tolist(), b.tolist()))
