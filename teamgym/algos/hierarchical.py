@@ -105,9 +105,7 @@ def _two_level(
     omega: float,
     scale_by_std: bool,
 ) -> torch.Tensor:
-    """``A^E`` (GRPO over one return per unit, within ``episode_groups``) + ``omega * A^S`` (GRPO in step
-    groups).
-    """
+    """``A^E + omega * A^S``: GRPO over one return per unit within its episode group, plus step-group GRPO."""
     units = dense_ids(units)[0]  # one episode value per *present* unit
     rows = _first_row_of_unit(episode_returns, units, "episode_returns")
     episode_adv = normalize_in_groups(

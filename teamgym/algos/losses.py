@@ -92,8 +92,7 @@ def ppo_clip_loss(
     aggregation: str = "token-mean",
     norm_length: float | None = None,
 ) -> PolicyLoss:
-    """PPO-clip surrogate with asymmetric bounds and optional dual clip (verl
-    ``compute_policy_loss_vanilla``).
+    """PPO-clip surrogate, asymmetric bounds, optional dual clip (verl ``compute_policy_loss_vanilla``).
 
     ``ratio = exp(clamp(logp - logp_old, -20, 20))``; per token ``max(-A*ratio, -A*clip(ratio, 1-clip_low,
     1+clip_high))`` (PPO, arXiv 1707.06347, Eq. 7). DAPO clip-higher uses ``clip_high = 0.28`` (arXiv

@@ -37,7 +37,9 @@ def mix_rewards(team: float, local: float, alpha: float) -> float:
 
 
 class StaticAlpha:
-    """A fixed alpha, one for all agents or one per agent (``{"coder": 1.0, "tester": 0.5}``; others get
+    """A fixed alpha, for all agents or per agent.
+
+    ``StaticAlpha(1.0)`` or ``StaticAlpha({"coder": 1.0, "tester": 0.5}, default=1.0)`` (unlisted agents get
     ``default``).
     """
 
@@ -137,9 +139,7 @@ class BanditAlpha:
         return self.grid[self.chosen[self._known(agent)]]
 
     def update(self, episode_stats: Mapping[str, float]) -> None:
-        """Score the current alphas by ``episode_stats["team_return"]`` (mean over the batch) and draw new
-        ones.
-        """
+        """Score the current alphas by ``episode_stats["team_return"]`` (batch mean) and draw new ones."""
         if "team_return" not in episode_stats or not math.isfinite(float(episode_stats["team_return"])):
             raise InvalidArgumentError(
                 f"BanditAlpha.update needs a finite 'team_return', got {dict(episode_stats)!r}"

@@ -120,8 +120,7 @@ class BetaValueTracker:
     def advantages(
         self, keys: Sequence[Hashable], rewards: torch.Tensor | Sequence[float], *, eps: float = 1e-8
     ) -> torch.Tensor:
-        """SPO advantage: ``r - p`` with p read before any update, batch-normalised ``(A - mean)/(std +
-        eps)``.
+        """SPO advantage ``r - p`` (p read before any update), batch-normalised ``(A - mean)/(std + eps)``.
 
         Does not update the tracker. ``(N,)`` float64; a batch of one gives 0.
         """

@@ -18,9 +18,7 @@ __all__ = ["TreeValues", "tree_values", "treerl_advantages", "masprm_targets"]
 
 
 class TreeValues:
-    """Per-node results of :func:`tree_values`: ``value``, ``leaf_count``, ``root``, ``is_leaf`` (all
-    ``(M,)``).
-    """
+    """Per-node results of :func:`tree_values`; every field is an ``(M,)`` tensor."""
 
     def __init__(
         self, value: torch.Tensor, leaf_count: torch.Tensor, root: torch.Tensor, is_leaf: torch.Tensor
