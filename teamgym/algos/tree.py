@@ -14,7 +14,7 @@ from teamgym.algos._checks import check_ids, check_same_length, check_values
 from teamgym.algos.registry import register_advantage
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["TreeValues", "tree_values", "treerl_advantages", "masprm_targets"]
+__all__ = ["TreeValues", "tree_values", "treerl_terms", "treerl_advantages", "masprm_targets"]
 
 
 class TreeValues:
@@ -100,6 +100,20 @@ def masprm_targets(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> torch.T
     return values.value.to(leaf_rewards.dtype)
 
 
+def treerl_terms(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """TreeRL's two process signals per node: ``(global, local) = (V(s) - V(root), V(s) - V(parent))``.
+
+    Both ``(M,)`` float64; roots get 0 in both. Source: TreeRL (arXiv 2506.11902; code THUDM/TreeRL).
+    """
+    values = tree_values(parents, leaf_rewards)
+    parents = parents.to(torch.int64)
+    v = values.value
+    is_root = parents < 0
+    global_adv = torch.where(is_root, 0.0, v - v.index_select(0, values.root))
+    local_adv = torch.where(is_root, 0.0, v - v.index_select(0, parents.clamp_min(0)))
+    return global_adv, local_adv
+
+
 @register_advantage("treerl")
 def treerl_advantages(
     parents: torch.Tensor, leaf_rewards: torch.Tensor, *, normalize: bool = True
@@ -107,16 +121,17 @@ def treerl_advantages(
     """TreeRL per-node advantage ``(V(s) - V(root) + V(s) - V(parent)) / sqrt(|L(s)|)``; roots get 0.
 
     Source: TreeRL (arXiv 2506.11902; code THUDM/TreeRL). Global term ``V(s) - V(root)``, local term
-    ``V(s) - V(parent)``; local terms along a root-to-leaf path telescope to ``V(leaf) - V(root)``. The
-    ``1/sqrt(#leaves below)`` factor (``normalize``) keeps nodes shared by many leaves from dominating. Each
-    token of the segment that produced node s gets this value.
+    ``V(s) - V(parent)`` (both from :func:`treerl_terms`); local terms along a root-to-leaf path telescope to
+    ``V(leaf) - V(root)``. The ``1/sqrt(#leaves below)`` factor (``normalize``) keeps nodes shared by many
+    leaves from dominating. Each token of the segment that produced node s gets this value.
     """
     values = tree_values(parents, leaf_rewards)
     parents = parents.to(torch.int64)
     v = values.value
-    parent_value = torch.where(parents >= 0, v.index_select(0, parents.clamp_min(0)), v)
+    is_root = parents < 0
+    parent_value = v.index_select(0, parents.clamp_min(0))
     advantage = (v - v.index_select(0, values.root)) + (v - parent_value)
     if normalize:
         advantage = advantage / torch.sqrt(values.leaf_count)
-    advantage = torch.where(parents >= 0, advantage, torch.zeros_like(advantage))
+    advantage = torch.where(is_root, 0.0, advantage)
     return advantage.to(leaf_rewards.dtype if leaf_rewards.is_floating_point() else torch.float32)
