@@ -213,7 +213,8 @@ def peak_memory(fn) -> int:
 def seconds(fn, repeats: int) -> tuple[float, float]:
     """Median wall and CPU (process) time over ``repeats`` calls, after one warm-up call when repeated.
 
-    CPU time is reported too because on a shared, oversubscribed machine wall time also measures the neighbours.
+    CPU time is reported too because on a shared, oversubscribed machine wall time also measures the
+    neighbours.
     """
     if repeats > 1:
         fn()
