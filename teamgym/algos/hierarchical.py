@@ -35,8 +35,9 @@ def discounted_returns(
 
     GiGPO (arXiv 2505.10978) uses gamma = 0.95. For per-agent returns (``team_gigpo``) pass
     ``trajectory_ids = combine_ids(trajectory_ids, agent_ids)`` so each agent's turns form their own chain.
-    Rows may come in any order; turn ids must be distinct within a trajectory. A segmented doubling scan: O(N
-    log T).
+    Rows may come in any order; turn ids must be distinct within a trajectory. No sort: the dense id of
+    (trajectory, turn) is each row's rank; then a padded table filled backwards (O(N) for even lengths) or,
+    for very uneven lengths, a segmented doubling scan (O(N log T)).
     """
     rewards = check_values("rewards", rewards)
     trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
@@ -63,19 +64,30 @@ def discounted_returns(
             "turn_ids repeat within a trajectory, so the return order is ambiguous: give each row of a "
             "trajectory a distinct turn id (for per-agent returns combine trajectory and agent ids)"
         )
-    # trajectories occupy consecutive sorted positions; a row's chain ends where its trajectory's block ends
-    block_end = torch.cumsum(torch.bincount(traj, minlength=n_traj), 0)
+    # trajectories occupy consecutive sorted positions; a row's offset in its chain is its rank among them
+    length = torch.bincount(traj, minlength=n_traj)
+    block_end = torch.cumsum(length, 0)
+    max_length = int(length.max())
+    if n_traj * max_length <= 4 * n + (1 << 16):
+        # padded (max_length, n_traj) table, filled backwards one turn at a time: O(n_traj * max_length)
+        offset = position - (block_end - length).index_select(0, traj)
+        cell = offset * n_traj + traj
+        table = torch.zeros(max_length * n_traj, dtype=torch.float64, device=key.device)
+        table.scatter_(0, cell, rewards.to(torch.float64))
+        table = table.view(max_length, n_traj)
+        for t in range(max_length - 2, -1, -1):
+            table[t].add_(table[t + 1], alpha=float(gamma))
+        return table.view(-1).index_select(0, cell).to(rewards.dtype)
+    # very uneven lengths: segmented doubling scan over sorted positions, O(N log max_length)
     seg_end = torch.empty(n, dtype=torch.int64, device=key.device)
     seg_end.scatter_(0, position, block_end.index_select(0, traj))
     values = torch.empty(n, dtype=torch.float64, device=key.device)
     values.scatter_(0, position, rewards.to(torch.float64))
     index = torch.arange(n, device=key.device)
     span, factor = 1, float(gamma)
-    while True:
+    while span < max_length:
         ahead = index + span
         inside = ahead < seg_end
-        if not bool(inside.any()):
-            break
         values = values + factor * values.index_select(0, ahead.clamp_max(n - 1)) * inside
         span, factor = span * 2, factor * factor
     return values.index_select(0, position).to(rewards.dtype)

@@ -111,3 +111,16 @@ def test_team_gigpo_affine_invariance_per_agent():
     # and the per-agent step groups never mix agents
     keys = list(zip(g.tolist(), a.tolist(), anchor.tolist(), strict=True))
     assert len(grpo_loop(step.tolist(), keys)) == len(keys)
+
+
+def test_discounted_returns_uneven_lengths_use_the_scan_path():
+    """Many one-turn trajectories and one long one: the padded table would be too big, the scan is used."""
+    rng = np.random.default_rng(0)
+    traj = np.concatenate([np.arange(70_000), np.full(300, 70_000)])
+    turn = np.concatenate([np.zeros(70_000, dtype=np.int64), rng.permutation(300) * 7])
+    order = rng.permutation(len(traj))
+    traj, turn = torch.from_numpy(traj[order]), torch.from_numpy(turn[order])
+    r = torch.from_numpy(rng.random(len(traj)))
+    ours = discounted_returns(r, traj, turn, gamma=0.9)
+    ref = discounted_returns_loop(r.tolist(), traj.tolist(), turn.tolist(), 0.9)
+    np.testing.assert_allclose(ours.numpy(), ref, rtol=1e-12)

@@ -50,7 +50,9 @@ def test_doctests(module):
 @pytest.mark.slow
 def test_one_million_string_anchors_group_in_under_a_second():
     anchors = [f"observation of task {i % 100_000}: state {i % 7}" for i in range(1_000_000)]
-    start = time.process_time()  # CPU time: wall time on a shared, oversubscribed machine measures the neighbours
+    start = (
+        time.process_time()
+    )  # CPU time: wall time on a shared, oversubscribed machine measures the neighbours
     ids = group_ids(anchors)
     assert time.process_time() - start < 1.0
     assert int(ids.max()) + 1 == len(set(anchors))
