@@ -232,6 +232,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--groups", type=int, default=100_000)
     parser.add_argument("--loop-rows", type=int, default=100_000)
+    parser.add_argument("--only", default="", help="run only the rows whose name contains this text")
     args = parser.parse_args()
     torch.set_num_threads(1)
     n, loop_n = args.rows, min(args.loop_rows, args.rows)
@@ -313,6 +314,7 @@ def main() -> None:
             lambda: loop_tree(sp, sl),
         )
     )
+    cases = [case for case in cases if args.only in case[0]]
     for name, ours, loop in cases:
         # ours, then the loop, then ours again: both see similar machine load
         first = seconds(ours, repeats=3)

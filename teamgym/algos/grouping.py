@@ -81,7 +81,7 @@ def dense_ids(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
         return ids.to(torch.int64), 0
     low, high = (int(v) for v in torch.aminmax(ids))
     if low >= 0 and high < _BINCOUNT_FACTOR * n + _BINCOUNT_SLACK:
-        present = torch.bincount(ids, minlength=high + 1) > 0
+        present = torch.zeros(high + 1, dtype=torch.bool, device=ids.device).index_fill_(0, ids, True)
         n_present = int(present.sum())
         if n_present == high + 1:  # already dense: skip the gather
             return ids, n_present

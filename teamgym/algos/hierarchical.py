@@ -72,8 +72,10 @@ def discounted_returns(
         # padded (max_length, n_traj) table, filled backwards one turn at a time: O(n_traj * max_length)
         offset = position - (block_end - length).index_select(0, traj)
         cell = offset * n_traj + traj
-        table = torch.zeros(max_length * n_traj, dtype=torch.float64, device=key.device)
-        table.scatter_(0, cell, rewards.to(torch.float64))
+        # float32 (as verl-agent) or float64 as given; half precision is widened
+        dtype = torch.promote_types(rewards.dtype, torch.float32)
+        table = torch.zeros(max_length * n_traj, dtype=dtype, device=key.device)
+        table.scatter_(0, cell, rewards.to(dtype))
         table = table.view(max_length, n_traj)
         for t in range(max_length - 2, -1, -1):
             table[t].add_(table[t + 1], alpha=float(gamma))
