@@ -22,11 +22,14 @@ def _combine(*columns: torch.Tensor) -> torch.Tensor:
 
 
 @register_advantage("grpo")
-def grpo(rewards: torch.Tensor, group_ids: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6):
+def grpo(
+    rewards: torch.Tensor, group_ids: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6
+) -> torch.Tensor:
     """GRPO outcome advantage: reward standardised within its group.
 
     ``A_i = (r_i - mean_g) / (std_g + eps)`` (DeepSeekMath, arXiv 2402.03300, Sec. 4.1.2; verl
-    ``compute_grpo_outcome_advantage``). Unlike verl, singleton groups give 0 rather than ``r_i``.
+    ``compute_grpo_outcome_advantage``). Unlike verl, singleton groups give 0 rather than ``r_i``; groups
+    whose rewards are all equal give 0 for any ``eps``.
 
     Args:
         rewards: ``(N,)`` scalar reward per sample.
