@@ -41,6 +41,7 @@ from teamgym.algos.tree_sampling import (
     AdaptiveK,
     Branch,
     TreeStep,
+    adaptive_tree_step,
     choose_greedy,
     choose_top_m,
     informative_groups_per_1000,
@@ -51,6 +52,7 @@ from teamgym.algos.tree_sampling import (
 __all__ = [
     "AGGREGATIONS",
     "AdaptiveK",
+    "adaptive_tree_step",
     "AlphaMixer",
     "BanditAlpha",
     "BetaValueTracker",

@@ -34,6 +34,7 @@ __all__ = [
     "choose_top_m",
     "tree_step",
     "tree_turn",
+    "adaptive_tree_step",
     "AdaptiveK",
     "informative_groups_per_1000",
 ]
@@ -114,16 +115,50 @@ def tree_step(
     """
     if len(candidates) == 0:
         raise InvalidArgumentError("tree_step needs at least one candidate: sample K >= 1 actions")
+    branches = _expand(state, candidates, restore, act, take_snapshot)
+    return _advance(branches, restore, choose)
+
+
+def _expand(state, candidates, restore, act, take_snapshot) -> list[Branch]:
     branches = []
     for candidate in candidates:
         restore(state)
         reward = float(act(candidate))
         branches.append(Branch(candidate, reward, take_snapshot()))
+    return branches
+
+
+def _advance(branches: list[Branch], restore, choose) -> TreeStep:
     chosen = int(choose([b.reward for b in branches]))
     if not 0 <= chosen < len(branches):
         raise InvalidArgumentError(f"choose returned {chosen}, not an index in [0, {len(branches)})")
     restore(branches[chosen].snapshot)
     return TreeStep(branches, chosen, branches[chosen].snapshot)
+
+
+def adaptive_tree_step(
+    state: Any,
+    propose: Callable[[int], Sequence[Any]],
+    budget: AdaptiveK,
+    *,
+    restore: Callable[[Any], None],
+    act: Callable[[Any], float],
+    take_snapshot: Callable[[], Any],
+    choose: Callable[[Sequence[float]], int] = choose_greedy,
+) -> TreeStep:
+    """:func:`tree_step` with an adaptive number of candidates decided by ``budget`` (:class:`AdaptiveK`).
+
+    ``propose(n)`` returns n new candidates for this node (called with the env restored to ``state``): first
+    ``budget.initial()``, then ``budget.extra(rewards)`` more if the first rewards disagree. Every candidate
+    is scored from ``state``; the choice is over all of them; the env is left in the chosen child's state.
+    """
+    restore(state)
+    branches = _expand(state, propose(budget.initial()), restore, act, take_snapshot)
+    more = budget.extra([b.reward for b in branches])
+    if more:
+        restore(state)
+        branches += _expand(state, propose(more), restore, act, take_snapshot)
+    return _advance(branches, restore, choose)
 
 
 def tree_turn(

@@ -8,6 +8,7 @@ import torch
 
 from teamgym.algos import (
     AdaptiveK,
+    adaptive_tree_step,
     choose_greedy,
     choose_top_m,
     informative_groups_per_1000,
@@ -150,3 +151,22 @@ def test_informative_groups_per_1000():
     rewards = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.5, 0.5])
     groups = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
     assert informative_groups_per_1000(rewards, groups) == pytest.approx(1000 / 8)
+
+
+def test_adaptive_tree_step_samples_more_only_where_rewards_disagree():
+    class Flat(FakeEnv):
+        def step(self, action):
+            super().step(action)
+            return 1.0 if action.startswith("same") else float(len(self.log))
+
+    def proposer(prefix):
+        counter = iter(range(100))
+        return lambda n: [f"{prefix}{next(counter)}" for _ in range(n)]
+
+    for prefix, expected in [("same", 2), ("diff", 4)]:
+        env = Flat()
+        budget = AdaptiveK(k=4, k0=2, k_max=8)
+        step = adaptive_tree_step(("s",), proposer(prefix), budget, **driver_kwargs(env))
+        assert len(step.branches) == expected
+        assert all(state == ("s",) for state, _ in env.log)  # every candidate from the node's state
+        assert env.history == step.snapshot == ("s", step.branches[step.chosen].candidate)
