@@ -1,8 +1,8 @@
 """Hierarchical (episode + step) advantages: GiGPO and its multi-agent version ``team_gigpo``.
 
 Both read per-row columns: the episode return of the row's trajectory, the row's discounted step return (see
-:func:`discounted_returns`), the prompt group, the trajectory, and an anchor id (the env state the row acted in,
-hashed without history; build it with ``group_ids(anchor_texts)``).
+:func:`discounted_returns`), the prompt group, the trajectory, and an anchor id (the env state the row acted
+in, hashed without history; build it with ``group_ids(anchor_texts)``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,22 @@ from __future__ import annotations
 import torch
 
 from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
-from teamgym.algos.grouping import combine_ids, dense_ids, normalize_in_groups
+from teamgym.algos.grouping import (
+    _bincount_limit,
+    _radix_codes,
+    combine_codes,
+    dense_ids,
+    normalize_in_groups,
+)
 from teamgym.algos.registry import register_advantage
 from teamgym.errors import InvalidArgumentError
 
 __all__ = ["discounted_returns", "gigpo", "team_gigpo"]
+
+
+def _combine(*columns: torch.Tensor) -> torch.Tensor:
+    """Group codes of the key tuples (not necessarily dense; cheaper than ``combine_ids``)."""
+    return combine_codes(*columns)[0]
 
 
 def discounted_returns(
@@ -22,9 +33,11 @@ def discounted_returns(
 ) -> torch.Tensor:
     """Per-row discounted return ``G_t = r_t + gamma * G_{t+1}`` along each trajectory, ordered by turn.
 
-    GiGPO (arXiv 2505.10978, Eq. 6) uses gamma = 0.95. For per-agent returns (``team_gigpo``) pass
-    ``trajectory_ids = combine_ids(trajectory_ids, agent_ids)`` so each agent's turns form their own chain. Rows may
-    come in any order; turn ids must be distinct within a trajectory. A segmented doubling scan: O(N log T).
+    GiGPO (arXiv 2505.10978) uses gamma = 0.95. For per-agent returns (``team_gigpo``) pass
+    ``trajectory_ids = combine_ids(trajectory_ids, agent_ids)`` so each agent's turns form their own chain.
+    Rows may come in any order; turn ids must be distinct within a trajectory. No sort: the dense id of
+    (trajectory, turn) is each row's rank; then a padded table filled backwards (O(N) for even lengths) or,
+    for very uneven lengths, a segmented doubling scan (O(N log T)).
     """
     rewards = check_values("rewards", rewards)
     trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
@@ -34,49 +47,65 @@ def discounted_returns(
         raise InvalidArgumentError(f"gamma must be in [0, 1], got {gamma}: GiGPO uses 0.95")
     if n == 0:
         return rewards.clone()
-    traj, _ = dense_ids(trajectory_ids)
-    order = torch.argsort(turn_ids, stable=True)
-    order = order[torch.argsort(traj[order], stable=True)]
-    traj_sorted, turn_sorted = traj[order], turn_ids[order]
-    same_next = traj_sorted[1:] == traj_sorted[:-1]
-    if bool((same_next & (turn_sorted[1:] == turn_sorted[:-1])).any()):
+    traj, n_traj = dense_ids(trajectory_ids)
+    turn, n_turn = _radix_codes(turn_ids)
+    if n_traj * n_turn >= _bincount_limit(n):
+        turn, n_turn = dense_ids(turn)
+    key = traj * n_turn + turn  # sorted order of key = by trajectory, then turn
+    if n_traj * n_turn < _bincount_limit(n):
+        position, n_distinct = dense_ids(key)  # unique keys: the dense id is the sorted position (no sort)
+    else:
+        position = torch.empty(n, dtype=torch.int64, device=key.device)
+        sorted_key, order = torch.sort(key)
+        position.scatter_(0, order, torch.arange(n, device=key.device))
+        n_distinct = n - int((sorted_key[1:] == sorted_key[:-1]).sum())
+    if n_distinct < n:
         raise InvalidArgumentError(
             "turn_ids repeat within a trajectory, so the return order is ambiguous: give each row of a "
             "trajectory a distinct turn id (for per-agent returns combine trajectory and agent ids)"
         )
-    # segment end (exclusive) per sorted row
-    starts = torch.ones(n, dtype=torch.bool)
-    starts[1:] = ~same_next
-    seg_index = torch.cumsum(starts, 0) - 1
-    seg_start = torch.nonzero(starts).squeeze(1)
-    seg_end = torch.cat([seg_start[1:], torch.tensor([n])])[seg_index]
-    values = rewards.to(torch.float64)[order]
-    position = torch.arange(n)
+    # trajectories occupy consecutive sorted positions; a row's offset in its chain is its rank among them
+    length = torch.bincount(traj, minlength=n_traj)
+    block_end = torch.cumsum(length, 0)
+    max_length = int(length.max())
+    if n_traj * max_length <= 4 * n + (1 << 16):
+        # padded (max_length, n_traj) table, filled backwards one turn at a time: O(n_traj * max_length)
+        offset = position - (block_end - length).index_select(0, traj)
+        cell = offset * n_traj + traj
+        # float32 (as verl-agent) or float64 as given; half precision is widened
+        dtype = torch.promote_types(rewards.dtype, torch.float32)
+        table = torch.zeros(max_length * n_traj, dtype=dtype, device=key.device)
+        table.scatter_(0, cell, rewards.to(dtype))
+        table = table.view(max_length, n_traj)
+        for t in range(max_length - 2, -1, -1):
+            table[t].add_(table[t + 1], alpha=float(gamma))
+        return table.view(-1).index_select(0, cell).to(rewards.dtype)
+    # very uneven lengths: segmented doubling scan over sorted positions, O(N log max_length)
+    seg_end = torch.empty(n, dtype=torch.int64, device=key.device)
+    seg_end.scatter_(0, position, block_end.index_select(0, traj))
+    values = torch.empty(n, dtype=torch.float64, device=key.device)
+    values.scatter_(0, position, rewards.to(torch.float64))
+    index = torch.arange(n, device=key.device)
     span, factor = 1, float(gamma)
-    while span < n:
-        ahead = position + span
+    while span < max_length:
+        ahead = index + span
         inside = ahead < seg_end
-        if not bool(inside.any()):
-            break
-        shifted = torch.zeros_like(values)
-        shifted[inside] = values[ahead[inside]]
-        values = values + factor * shifted
+        values = values + factor * values.index_select(0, ahead.clamp_max(n - 1)) * inside
         span, factor = span * 2, factor * factor
-    out = torch.empty_like(values)
-    out[order] = values
-    return out.to(rewards.dtype)
+    return values.index_select(0, position).to(rewards.dtype)
 
 
 def _first_row_of_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
     """One row index per dense unit id; checks that ``values`` is constant within each unit."""
     n_units = int(unit.max()) + 1
-    rows = torch.zeros(n_units, dtype=torch.int64).scatter_(0, unit, torch.arange(unit.numel()))
-    spread = values[rows][unit]
+    rows = torch.zeros(n_units, dtype=torch.int64, device=unit.device)
+    rows.scatter_(0, unit, torch.arange(unit.numel(), device=unit.device))
+    spread = values.index_select(0, rows).index_select(0, unit)
     if not torch.equal(spread, values) and not torch.allclose(spread, values, rtol=1e-6, atol=1e-6):
         bad = int((~torch.isclose(values, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])
         raise InvalidArgumentError(
-            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and another "
-            f"row of its trajectory has {spread[bad].item()}: repeat the episode return on every row"
+            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and "
+            f"another row of its trajectory has {spread[bad].item()}: repeat the episode return on every row"
         )
     return rows
 
@@ -90,13 +119,16 @@ def _two_level(
     omega: float,
     scale_by_std: bool,
 ) -> torch.Tensor:
-    """``A^E`` (GRPO over one return per unit, within ``episode_groups``) + ``omega * A^S`` (GRPO in step groups)."""
+    """``A^E + omega * A^S``: GRPO over one return per unit within its episode group, plus step-group GRPO."""
+    units = dense_ids(units)[0]  # one episode value per *present* unit
     rows = _first_row_of_unit(episode_returns, units, "episode_returns")
     episode_adv = normalize_in_groups(
-        episode_returns[rows].to(torch.float64), episode_groups[rows], scale_by_std=scale_by_std
+        episode_returns.index_select(0, rows).to(torch.float64),
+        episode_groups.index_select(0, rows),
+        scale_by_std=scale_by_std,
     )
     step_adv = normalize_in_groups(step_returns.to(torch.float64), step_groups, scale_by_std=scale_by_std)
-    return (episode_adv[units] + omega * step_adv).to(episode_returns.dtype)
+    return (episode_adv.index_select(0, units) + omega * step_adv).to(episode_returns.dtype)
 
 
 @register_advantage("gigpo")
@@ -110,12 +142,14 @@ def gigpo(
     omega: float = 1.0,
     scale_by_std: bool = True,
 ) -> torch.Tensor:
-    """GiGPO two-level advantage ``A = A^E + omega * A^S`` (arXiv 2505.10978, Eqs. 4, 7, 8; verl-agent).
+    """GiGPO two-level advantage ``A = A^E + omega * A^S`` (arXiv 2505.10978; verl-agent).
 
-    Episode level ``A^E``: GRPO over one return per (group, trajectory) (repeated on each of its rows), so long
-    trajectories do not weigh more. Step level ``A^S``: GRPO of ``step_returns`` over the step group (group, anchor):
-    rows of the same prompt group that acted in an identical env state. Singleton groups give 0 (verl-agent gives
-    the raw value), so all-distinct anchors or ``omega = 0`` reduce to episode-level GRPO. eps = 1e-6.
+    Episode level ``A^E``: GRPO over one return per (group, trajectory) (repeated on each of its rows), so
+    long trajectories do not weigh more. Step level ``A^S``: GRPO of ``step_returns`` over the step group
+    (group, anchor): rows of the same prompt group that acted in an identical env state. Singleton groups give
+    0 at both levels (verl-agent gives 0 at the step level but the raw return for a prompt with a single
+    trajectory), so all-distinct anchors or ``omega = 0`` reduce to episode-level GRPO. eps = 1e-6.
+    verl-agent's function default is ``mode="mean_norm"`` but its scripts use ``mean_std_norm``, our default.
 
     Args:
         episode_returns: ``(N,)`` return of the row's trajectory (constant within a trajectory).
@@ -141,8 +175,8 @@ def gigpo(
     check_positive("omega", omega, allow_zero=True)
     if n == 0:
         return episode_returns.clone()
-    units = combine_ids(group_ids, trajectory_ids)
-    step_groups = combine_ids(group_ids, anchor_ids)
+    units = _combine(group_ids, trajectory_ids)
+    step_groups = _combine(group_ids, anchor_ids)
     return _two_level(episode_returns, step_returns, group_ids, units, step_groups, omega, scale_by_std)
 
 
@@ -161,16 +195,17 @@ def team_gigpo(
     """Multi-agent GiGPO (teamgym design, direction A): GiGPO's two levels, normalised per agent as Dr.MAS.
 
     Outer level: the team trajectories of one task (``group_ids``). Each agent k has one episode return per
-    trajectory (its mixed return, e.g. ``alpha*team + local``), standardised across the group's trajectories among
-    agent k's returns only: ``A^E = (R_k - mu_{g,k}) / (sigma_{g,k} + eps)``. Inner level: step groups are
-    (group, agent, anchor), i.e. the same agent acting in an identical state; ``step_returns`` are per-agent
-    discounted returns over that agent's own turns (``discounted_returns(r, combine_ids(traj, agent), turn)``).
-    ``A = A^E + omega * A^S``. Per-agent statistics keep each agent invariant to affine changes of its own rewards
-    (Dr.MAS, arXiv 2602.08847) and never compare a coder's state with a tester's. With one agent this is exactly
-    :func:`gigpo`.
+    trajectory (its mixed return, e.g. ``alpha*team + local``), standardised across the group's trajectories
+    among agent k's returns only: ``A^E = (R_k - mu_{g,k}) / (sigma_{g,k} + eps)``. Inner level: step groups
+    are (group, agent, anchor), i.e. the same agent acting in an identical state; ``step_returns`` are
+    per-agent discounted returns over that agent's own turns (``discounted_returns(r, combine_ids(traj,
+    agent), turn)``). ``A = A^E + omega * A^S``. Per-agent statistics keep each agent invariant to affine
+    changes of its own rewards (Dr.MAS, arXiv 2602.08847) and never compare a coder's state with a tester's.
+    With one agent this is exactly :func:`gigpo`.
 
     Args:
-        episode_returns: ``(N,)`` the row's agent's return in its trajectory (constant per (trajectory, agent)).
+        episode_returns: ``(N,)`` the row's agent's return in its trajectory (constant per (trajectory,
+        agent)).
         step_returns: ``(N,)`` the row's agent's discounted return from this turn.
         group_ids, trajectory_ids, agent_ids, anchor_ids: ``(N,)`` int64 ids.
         omega: weight of the step-level term.
@@ -193,8 +228,8 @@ def team_gigpo(
     check_positive("omega", omega, allow_zero=True)
     if n == 0:
         return episode_returns.clone()
-    episode_groups = combine_ids(group_ids, agent_ids)
-    units = combine_ids(episode_groups, trajectory_ids)
+    episode_groups = _combine(group_ids, agent_ids)
+    units = _combine(episode_groups, trajectory_ids)
     # (group, anchor) first: anchors are usually built per group, so that fold needs no sort
-    step_groups = combine_ids(combine_ids(group_ids, anchor_ids), agent_ids)
+    step_groups = _combine(_combine(group_ids, anchor_ids), agent_ids)
     return _two_level(episode_returns, step_returns, episode_groups, units, step_groups, omega, scale_by_std)

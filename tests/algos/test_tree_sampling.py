@@ -6,12 +6,22 @@ import numpy as np
 import pytest
 import torch
 
-from teamgym.algos import AdaptiveK, choose_greedy, choose_top_m, informative_groups_per_1000, tree_step, tree_turn
+from teamgym.algos import (
+    AdaptiveK,
+    adaptive_tree_step,
+    choose_greedy,
+    choose_top_m,
+    informative_groups_per_1000,
+    tree_step,
+    tree_turn,
+)
 from teamgym.errors import InvalidArgumentError
 
 
 class FakeEnv:
-    """State = the tuple of actions so far; reward depends on the whole state and the action; logs every step."""
+    """State = the tuple of actions so far; reward depends on the whole state and the action; logs every
+    step.
+    """
 
     def __init__(self):
         self.history: tuple = ()
@@ -35,7 +45,9 @@ def driver_kwargs(env):
 
 
 def stale_tree_step(env, state, candidates):
-    """The reference-code defect: candidates after the first step on from whatever state the env was left in."""
+    """The reference-code defect: candidates after the first step on from whatever state the env was left
+    in.
+    """
     env.restore(state)
     rewards = [env.step(c) for c in candidates]
     return int(np.argmax(rewards))
@@ -61,7 +73,9 @@ def test_each_candidate_is_scored_on_its_own_fresh_state():
 
 
 def test_later_turns_continue_from_the_chosen_state_defect_2():
-    """Defect 2: after copying the best state, steps went to a stale env, so later rewards matched across branches."""
+    """Defect 2: after copying the best state, steps went to a stale env, so later rewards matched across
+    branches.
+    """
     env = FakeEnv()
     state, path = (), ()
     for turn in range(3):
@@ -137,3 +151,22 @@ def test_informative_groups_per_1000():
     rewards = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.5, 0.5])
     groups = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
     assert informative_groups_per_1000(rewards, groups) == pytest.approx(1000 / 8)
+
+
+def test_adaptive_tree_step_samples_more_only_where_rewards_disagree():
+    class Flat(FakeEnv):
+        def step(self, action):
+            super().step(action)
+            return 1.0 if action.startswith("same") else float(len(self.log))
+
+    def proposer(prefix):
+        counter = iter(range(100))
+        return lambda n: [f"{prefix}{next(counter)}" for _ in range(n)]
+
+    for prefix, expected in [("same", 2), ("diff", 4)]:
+        env = Flat()
+        budget = AdaptiveK(k=4, k0=2, k_max=8)
+        step = adaptive_tree_step(("s",), proposer(prefix), budget, **driver_kwargs(env))
+        assert len(step.branches) == expected
+        assert all(state == ("s",) for state, _ in env.log)  # every candidate from the node's state
+        assert env.history == step.snapshot == ("s", step.branches[step.chosen].candidate)
