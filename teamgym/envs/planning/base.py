@@ -122,7 +122,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
     plan_format: ClassVar[str] = ""
 
     def __init__(self, *, max_turns: int, alpha: float | dict[str, float] = 1.0, render_mode: str | None = None,
-                 tool_timeout: float = 5.0):
+                 tool_timeout: float = 1.0):
         super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, max_prompt_chars=32_768,
                          max_action_chars=65_536)
         if isinstance(tool_timeout, bool) or not isinstance(tool_timeout, (int, float)) or not (

@@ -40,7 +40,7 @@ The maximum team return is 2.5 (reach the goal on a shortest path). Process sign
 ``distance_to_goal`` (BFS distance), ``position``, ``progress``, ``moves_used``, ``optimal_length``.
 
 **Options.** ``size`` (4..10, or ``None`` for a size drawn from the task id), ``obstacle_density`` (0 to 0.4,
-default 0.2), ``max_turns`` (default 5), ``alpha``, ``tool_timeout`` (default 5 s), ``render_mode``.
+default 0.2), ``max_turns`` (default 5), ``alpha``, ``tool_timeout`` (default 1 s, the sandbox's default), ``render_mode``.
 
 **Scripted policies.** tool: ``oracle`` (a BFS program run in the sandbox), ``random`` (prints random moves);
 planner: ``oracle`` (a shortest path from the state), ``copy_tool`` (adopts the tool's printed plan), ``random``.
@@ -150,7 +150,7 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
     oracle_program = _ORACLE
 
     def __init__(self, *, size: int | None = None, obstacle_density: float = 0.2, max_turns: int = 5,
-                 alpha: float | dict[str, float] = 1.0, tool_timeout: float = 5.0, render_mode: str | None = None):
+                 alpha: float | dict[str, float] = 1.0, tool_timeout: float = 1.0, render_mode: str | None = None):
         super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout)
         if size is not None and (isinstance(size, bool) or not isinstance(size, int)
                                  or not MIN_SIZE <= size <= MAX_SIZE):
