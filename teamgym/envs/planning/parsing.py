@@ -85,8 +85,8 @@ def parse_placements(text: str, *, size: int) -> list[Placement] | None:
     a cell). Otherwise the lines after the marker that hold only digits, dots, brackets, commas and rule characters
     (``|``, ``-``, ``+``) are read as the whole grid, one character per cell (the first line may share the marker's
     line; a blank line ends it); it must have exactly ``size * size`` cells, and every cell becomes a placement
-    (``0`` or ``.`` as digit 0), in reading order. Coordinates and digits are not range-checked here: the env
-    judges each placement.
+    (``0`` or ``.`` as digit 0), in reading order. An empty plan (``Actions: []``) is ``[]``. Coordinates and
+    digits are not range-checked here: the env judges each placement.
     """
     plan = find_plan_text(text)
     if plan is None:
@@ -104,6 +104,8 @@ def parse_placements(text: str, *, size: int) -> list[Placement] | None:
         cells.extend(0 if ch == "." else int(ch) for ch in re.findall(r"[\d.]", line))
         if len(cells) > size * size:
             return None
+    if not cells and not _SEPARATORS.sub("", first_line):
+        return []
     if len(cells) != size * size:
         return None
     return [(i // size, i % size, digit) for i, digit in enumerate(cells)]

@@ -89,3 +89,8 @@ def test_find_plan_text_prefers_markers_over_boxed():
     assert find_plan_text("\\boxed{U}\nActions: D") == "D"
     assert find_plan_text("The answer. Actions: D") is None
     assert find_plan_text("nothing here") is None
+
+
+def test_empty_placement_plan_is_an_empty_list():
+    assert parse_placements("Actions: []", size=4) == []
+    assert parse_placements("Actions: nothing", size=4) is None
