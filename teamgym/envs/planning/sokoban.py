@@ -1,14 +1,15 @@
 """``sokoban-v0``: push boxes onto goals in a small warehouse, solved by a tool agent and a planner (AT-GRPO's
 ``sokoban`` benchmark, Stronger-MAS, arXiv 2510.11062).
 
-**Task.** A square warehouse (5x5 to 8x8 with its walls) holding 1 to 3 boxes and as many goals; the player walks
-``U D L R`` and pushes (never pulls) boxes; the task is solved when every box is on a goal. Maps are generated from
-the task id (``numpy.random.default_rng(task_id)``) by reverse play: boxes start on the goals and the player walks
-at random pulling boxes; a forward breadth-first solver then verifies the map and stores its optimal number of
-moves (at least ``size - 1``; no box starts on a goal). See :mod:`teamgym.envs.planning.sokoban_gen`.
+**Task.** A square warehouse (5x5 to 8x8 with its walls) holding 1 to 3 boxes and as many goals; the player
+walks ``U D L R`` and pushes (never pulls) boxes; the task is solved when every box is on a goal. Maps are
+generated from the task id (``numpy.random.default_rng(task_id)``) by reverse play: boxes start on the goals
+and the player walks at random pulling boxes; a forward breadth-first solver then verifies the map and stores
+its optimal number of moves (at least ``size - 1``; no box starts on a goal). See
+:mod:`teamgym.envs.planning.sokoban_gen`.
 
-**Agents.** ``tool`` then ``planner`` each turn (see :mod:`teamgym.envs.planning.base` for the protocol). The tool's
-program starts with::
+**Agents.** ``tool`` then ``planner`` each turn (see :mod:`teamgym.envs.planning.base` for the protocol). The
+tool's program starts with::
 
     warehouse = ["######", "#_@$.#", ...]  # the current map, symbols as shown in the prompt
     player = (row, col)                    # 0-based, row 0 at the top
@@ -16,12 +17,13 @@ program starts with::
     goals = [(row, col), ...]
     MOVES = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 
-and must print ``Actions: U,R,R,D``; the planner ends its answer with the same line. Symbols: ``#`` wall, ``_``
-floor, ``.`` goal, ``$`` box, ``*`` box on a goal, ``@`` player, ``+`` player on a goal. A move into a wall, or a
-push of a box into a wall or another box, is invalid (skipped, penalised). A box pushed into a corner may make the
-map unsolvable; the episode then runs on until ``max_turns``.
+and must print ``Actions: U,R,R,D``; the planner ends its answer with the same line. Symbols: ``#`` wall,
+``_`` floor, ``.`` goal, ``$`` box, ``*`` box on a goal, ``@`` player, ``+`` player on a goal. A move into a
+wall, or a push of a box into a wall or another box, is invalid (skipped, penalised). A box pushed into a
+corner may make the map unsolvable; the episode then runs on until ``max_turns``.
 
-**Spaces.** Observation ``Dict(prompt=TextSpace(32768), turn=Discrete(max_turns + 1))``; action ``TextSpace(65536)``.
+**Spaces.** Observation ``Dict(prompt=TextSpace(32768), turn=Discrete(max_turns + 1))``; action
+``TextSpace(65536)``.
 
 **Rewards.** As in :mod:`teamgym.envs.planning.base`:
 
@@ -43,9 +45,9 @@ planner ``invalid``   [-1, 0]      -0.1 per invalid move applied
 The maximum team return is 2.5. Process signals in ``infos``: ``boxes_on_goals``, ``num_boxes``, ``player``,
 ``progress``, ``moves_used``, ``optimal_length``.
 
-**Options.** ``size`` (5..8, default 6), ``num_boxes`` (1..3, default 2), ``max_turns`` (default 5), ``alpha``,
-``tool_timeout`` (default 1 s; every map's forward search visits at most 20,000 layouts, so a plain BFS program
-finishes well within it), ``render_mode``.
+**Options.** ``size`` (5..8, default 6), ``num_boxes`` (1..3, default 2), ``max_turns`` (default 5),
+``alpha``, ``tool_timeout`` (default 1 s; every map's forward search visits at most 20,000 layouts, so a plain
+BFS program finishes well within it), ``render_mode``.
 
 **Scripted policies.** tool: ``oracle`` (a BFS over player and box positions, run in the sandbox), ``random``
 (prints random moves); planner: ``oracle`` (a shortest plan from the state), ``copy_tool`` (adopts the tool's
@@ -71,7 +73,7 @@ __all__ = ["SokobanEnv", "SokobanTask", "generate_sokoban_task", "MIN_SIZE", "MA
 
 MIN_SIZE, MAX_SIZE = 5, 8
 MAX_BOXES = 3
-#: The oracle planner's search budget from a mid-episode layout (larger than the generator's: any layout counts).
+#: The oracle planner's search budget from a mid-episode layout (above the generator's: any layout counts).
 _SOLVE_STATES = 200_000
 
 
@@ -91,7 +93,7 @@ def generate_sokoban_task(task_id: int, *, size: int = 6, num_boxes: int = 2) ->
     return SokobanTask(level, layout, optimal)
 
 
-_ORACLE = '''from collections import deque
+_ORACLE = """from collections import deque
 
 wall = {(r, c) for r, line in enumerate(warehouse) for c, ch in enumerate(line) if ch == "#"}
 target = frozenset(goals)
@@ -124,7 +126,7 @@ while end is not None and parent[end] is not None:
     end, name = parent[end]
     path.append(name)
 print("Actions: " + ",".join(reversed(path)))
-'''
+"""
 
 
 class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
@@ -134,15 +136,27 @@ class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
     plan_format = "one line `Actions: ` followed by the moves, comma-separated, e.g. `Actions: U,R,R,D`."
     oracle_program = _ORACLE
 
-    def __init__(self, *, size: int = 6, num_boxes: int = 2, max_turns: int = 5,
-                 alpha: float | dict[str, float] = 1.0, tool_timeout: float = 1.0, render_mode: str | None = None):
+    def __init__(
+        self,
+        *,
+        size: int = 6,
+        num_boxes: int = 2,
+        max_turns: int = 5,
+        alpha: float | dict[str, float] = 1.0,
+        tool_timeout: float = 1.0,
+        render_mode: str | None = None,
+    ):
         super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout)
         if isinstance(size, bool) or not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE:
-            raise InvalidArgumentError(f"size={size!r}: expected an int in [{MIN_SIZE}, {MAX_SIZE}] (the side of the "
-                                       "warehouse, walls included)")
+            raise InvalidArgumentError(
+                f"size={size!r}: expected an int in [{MIN_SIZE}, {MAX_SIZE}] (the side of the "
+                "warehouse, walls included)"
+            )
         if isinstance(num_boxes, bool) or not isinstance(num_boxes, int) or not 1 <= num_boxes <= MAX_BOXES:
-            raise InvalidArgumentError(f"num_boxes={num_boxes!r}: expected an int in [1, {MAX_BOXES}] (more boxes "
-                                       "make the solver's search too large for a quick program)")
+            raise InvalidArgumentError(
+                f"num_boxes={num_boxes!r}: expected an int in [1, {MAX_BOXES}] (more boxes "
+                "make the solver's search too large for a quick program)"
+            )
         self.size = size
         self.num_boxes = num_boxes
 
@@ -153,11 +167,14 @@ class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
         return task.start
 
     def _rules(self) -> str:
-        return ("Push every box ($) onto a goal (.) in as few moves as possible. You are @. Moves: U (row - 1), "
-                "D (row + 1), L (column - 1), R (column + 1); walking into a box pushes it one square if the square "
-                "beyond it is free. Boxes cannot be pulled. A move into a wall (#), or a push into a wall or another "
-                "box, is invalid. `_` is floor, `*` a box on a goal, `+` you on a goal. Rows are numbered from 0 at "
-                "the top, columns from 0 at the left. A box pushed into a corner that is not a goal is stuck.")
+        return (
+            "Push every box ($) onto a goal (.) in as few moves as possible. You are @. Moves: U (row - 1), "
+            "D (row + 1), L (column - 1), R (column + 1); walking into a box pushes it one square if the "
+            "square beyond it is free. Boxes cannot be pulled. A move into a wall (#), or a push into a wall "
+            "or another box, is invalid. `_` is floor, `*` a box on a goal, `+` you on a goal. Rows are "
+            "numbered from 0 at the top, columns from 0 at the left. A box pushed into a corner that is not "
+            "a goal is stuck."
+        )
 
     def _rows(self, board: Layout) -> list[str]:
         level = self.task.level
@@ -185,11 +202,13 @@ class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
         return "\n".join(lines)
 
     def _preamble(self, board: Layout) -> str:
-        return (f"warehouse = {self._rows(board)!r}\nplayer = {board.player!r}\nboxes = {list(board.boxes)!r}\n"
-                f"goals = {list(self.task.level.goals)!r}\nMOVES = {MOVE_NAMES!r}\n")
+        return (
+            f"warehouse = {self._rows(board)!r}\nplayer = {board.player!r}\nboxes = {list(board.boxes)!r}\n"
+            f"goals = {list(self.task.level.goals)!r}\nMOVES = {MOVE_NAMES!r}\n"
+        )
 
     def _parse_plan(self, text: str) -> list[str] | None:
-        return parse_moves(text, max_moves=8 * self.task.level.side ** 2)
+        return parse_moves(text, max_moves=8 * self.task.level.side**2)
 
     def _move(self, board: Layout, move: str) -> Layout | None:
         return push(self.task.level, board, move)
@@ -201,8 +220,11 @@ class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
         return self._boxes_on_goals(board) / len(board.boxes)
 
     def _signals(self, board: Layout) -> dict[str, Any]:
-        return {"boxes_on_goals": self._boxes_on_goals(board), "num_boxes": len(board.boxes),
-                "player": list(board.player)}
+        return {
+            "boxes_on_goals": self._boxes_on_goals(board),
+            "num_boxes": len(board.boxes),
+            "player": list(board.player),
+        }
 
     def _optimal_length(self) -> int:
         return self.task.optimal_length

@@ -1,10 +1,11 @@
 """Sokoban generation by reverse play, and the forward breadth-first solver that verifies every map.
 
 A room is a square of walls around a floor with a few inner walls (the floor stays connected). Boxes start on
-goals; the player then walks at random and, now and then, *pulls* the box behind it (the reverse of a push), as in
-the generator of Racanière et al., 2017 ("Imagination-Augmented Agents", arXiv 1707.06203) and gym-sokoban. Every
-reverse move can be undone by a forward move, so the map is solvable; the forward solver still checks it and
-measures the optimal number of moves, and maps whose search is too large for a quick program are dropped.
+goals; the player then walks at random and, now and then, *pulls* the box behind it (the reverse of a push),
+as in the generator of Racanière et al., 2017 ("Imagination-Augmented Agents", arXiv 1707.06203) and
+gym-sokoban. Every reverse move can be undone by a forward move, so the map is solvable; the forward solver
+still checks it and measures the optimal number of moves, and maps whose search is too large for a quick
+program are dropped.
 
 Positions are ``(row, column)``; a warehouse is a :class:`Level` (walls and goals) plus a :class:`Layout`
 (the player and the sorted boxes).
@@ -37,14 +38,14 @@ class Level:
 
 @dataclass(frozen=True)
 class Layout:
-    """The moving part: where the player stands and where the boxes are (sorted, so equal layouts compare equal)."""
+    """The moving part: the player's cell and the boxes (sorted, so that equal layouts compare equal)."""
 
     player: Cell
     boxes: tuple[Cell, ...]
 
 
 def push(level: Level, layout: Layout, move: str) -> Layout | None:
-    """The layout after one forward move (walking, or pushing the box ahead), or ``None`` when it is blocked."""
+    """The layout after one forward move (a step, or a push of the box ahead), or ``None`` if blocked."""
     dr, dc = MOVE_NAMES[move]
     r, c = layout.player
     step = (r + dr, c + dc)
@@ -59,14 +60,22 @@ def push(level: Level, layout: Layout, move: str) -> Layout | None:
 
 
 def solve_sokoban(level: Level, layout: Layout, *, max_states: int = MAX_SEARCH_STATES) -> list[str] | None:
-    """A shortest plan (fewest moves) putting every box on a goal, ``[]`` if already solved, ``None`` if there is
-    none or the search visits more than ``max_states`` layouts."""
-    goals = tuple(sorted(level.goals))
-    parent: dict[Layout, tuple[Layout, str] | None] = {layout: None}
-    queue = deque([layout])
+    """A shortest plan (fewest moves) putting every box on a goal; ``[]`` if already solved, ``None`` if there
+    is none or the search visits more than ``max_states`` layouts."""
+    side = level.side
+    # Cells as ints (row * side + column) and boxes as sorted tuples: the search is the generator's hot loop.
+    wall = bytearray(side * side)
+    for r, c in level.walls:
+        wall[r * side + c] = 1
+    steps = [(move, dr * side + dc) for move, (dr, dc) in MOVE_NAMES.items()]
+    goals = tuple(sorted(r * side + c for r, c in level.goals))
+    start = (layout.player[0] * side + layout.player[1], tuple(sorted(r * side + c for r, c in layout.boxes)))
+    parent: dict[tuple[int, tuple[int, ...]], tuple[tuple[int, tuple[int, ...]], str] | None] = {start: None}
+    queue = deque([start])
     while queue:
         current = queue.popleft()
-        if current.boxes == goals:
+        player, boxes = current
+        if boxes == goals:
             plan: list[str] = []
             node = parent[current]
             while node is not None:
@@ -74,9 +83,18 @@ def solve_sokoban(level: Level, layout: Layout, *, max_states: int = MAX_SEARCH_
                 plan.append(move)
                 node = parent[current]
             return plan[::-1]
-        for move in MOVE_NAMES:
-            after = push(level, current, move)
-            if after is not None and after not in parent:
+        for move, delta in steps:
+            step = player + delta
+            if wall[step]:
+                continue
+            moved = boxes
+            if step in boxes:
+                beyond = step + delta
+                if wall[beyond] or beyond in boxes:
+                    continue
+                moved = tuple(sorted(beyond if box == step else box for box in boxes))
+            after = (step, moved)
+            if after not in parent:
                 parent[after] = (current, move)
                 queue.append(after)
         if len(parent) > max_states:
@@ -89,7 +107,7 @@ def _room(rng: np.random.Generator, side: int, wall_density: float) -> tuple[fro
     while True:
         walls = {(r, c) for r in range(side) for c in range(side) if r in (0, side - 1) or c in (0, side - 1)}
         inner = [(r, c) for r in range(1, side - 1) for c in range(1, side - 1)]
-        walls |= {cell for cell, x in zip(inner, rng.random(len(inner))) if x < wall_density}
+        walls |= {cell for cell, x in zip(inner, rng.random(len(inner)), strict=True) if x < wall_density}
         floor = [cell for cell in inner if cell not in walls]
         if floor and _connected(floor):
             return frozenset(walls), floor
@@ -110,7 +128,8 @@ def _connected(floor: list[Cell]) -> bool:
 
 
 def _reverse_play(rng: np.random.Generator, level: Level, player: Cell, steps: int) -> Layout:
-    """Walk ``steps`` random moves from the solved layout, pulling the box behind the player half of the time."""
+    """Walk ``steps`` random moves from the solved layout, pulling the box behind the player 80% of the
+    time."""
     boxes = set(level.goals)
     moves = list(MOVE_NAMES.values())
     for _ in range(steps):
@@ -127,9 +146,10 @@ def _reverse_play(rng: np.random.Generator, level: Level, player: Cell, steps: i
     return Layout(player, tuple(sorted(boxes)))
 
 
-def generate_sokoban(rng: np.random.Generator, *, side: int, num_boxes: int, min_moves: int = 4
-                     ) -> tuple[Level, Layout, int]:
-    """A solvable warehouse: its level, start layout (no box on a goal) and optimal number of moves (>= min_moves).
+def generate_sokoban(
+    rng: np.random.Generator, *, side: int, num_boxes: int, min_moves: int = 4
+) -> tuple[Level, Layout, int]:
+    """A solvable warehouse: level, start layout (no box on a goal), optimal number of moves (>= min_moves).
 
     Deterministic in ``rng``'s state.
     """
@@ -140,7 +160,9 @@ def generate_sokoban(rng: np.random.Generator, *, side: int, num_boxes: int, min
         picks = rng.choice(len(floor), size=num_boxes + 1, replace=False)
         goals = tuple(sorted(floor[int(i)] for i in picks[:-1]))
         level = Level(side, walls, goals)
-        layout = _reverse_play(rng, level, floor[int(picks[-1])], steps=int(rng.integers(8 * side, 16 * side)))
+        layout = _reverse_play(
+            rng, level, floor[int(picks[-1])], steps=int(rng.integers(8 * side, 16 * side))
+        )
         if set(layout.boxes) & set(goals):
             continue
         plan = solve_sokoban(level, layout)

@@ -1,8 +1,9 @@
-"""Sudoku generation: a full grid by randomised backtracking, then cells removed while the solution stays unique.
+"""Sudoku generation: a full grid by randomised backtracking, then cells removed while the solution stays
+unique.
 
 Grids are flat tuples of ``size * size`` digits (0 = empty), row by row; ``size`` is 4 (2x2 boxes) or 9 (3x3).
-The solver is a bitmask backtracking search that always branches on the empty cell with the fewest candidates; it
-counts solutions up to a limit, which is how uniqueness is verified.
+The solver is a bitmask backtracking search that always branches on the empty cell with the fewest candidates;
+it counts solutions up to a limit, which is how uniqueness is verified.
 
 >>> import numpy as np
 >>> puzzle, solution = generate_sudoku(np.random.default_rng(0), size=4, givens=6)
@@ -25,7 +26,7 @@ def box_side(size: int) -> int:
     return math.isqrt(size)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def peers(size: int) -> tuple[tuple[int, ...], ...]:
     """For each cell, the other cells of its row, column and box."""
     side = box_side(size)
@@ -40,15 +41,16 @@ def peers(size: int) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _units(size: int) -> tuple[tuple[int, int, int], ...]:
     """For each cell, its (row, column, box) indices."""
     side = box_side(size)
     return tuple((r, c, (r // side) * side + c // side) for r in range(size) for c in range(size))
 
 
-def _search(grid: tuple[int, ...] | list[int], size: int, limit: int, rng: np.random.Generator | None
-            ) -> list[tuple[int, ...]]:
+def _search(
+    grid: tuple[int, ...] | list[int], size: int, limit: int, rng: np.random.Generator | None
+) -> list[tuple[int, ...]]:
     """Up to ``limit`` solutions of ``grid``, by backtracking on the cell with the fewest candidates."""
     units = _units(size)
     full = (1 << size) - 1
@@ -116,11 +118,13 @@ def solve_sudoku(grid: tuple[int, ...] | list[int], size: int) -> tuple[int, ...
     return found[0] if found else None
 
 
-def generate_sudoku(rng: np.random.Generator, *, size: int, givens: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def generate_sudoku(
+    rng: np.random.Generator, *, size: int, givens: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """A puzzle with a unique solution and about ``givens`` filled cells, and its solution.
 
-    Cells are removed in random order, each removal kept only if the solution stays unique, until ``givens`` cells
-    remain; when no further cell can be removed the puzzle keeps a few more.
+    Cells are removed in random order, each removal kept only if the solution stays unique, until ``givens``
+    cells remain; when no further cell can be removed the puzzle keeps a few more.
     """
     solution = _search([0] * (size * size), size, 1, rng)[0]
     puzzle = list(solution)

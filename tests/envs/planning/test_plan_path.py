@@ -20,15 +20,23 @@ def _bfs(grid, start, goal):
         r, c = queue.popleft()
         for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
             nxt = (r + dr, c + dc)
-            if 0 <= nxt[0] < len(grid) and 0 <= nxt[1] < len(grid) and grid[nxt[0]][nxt[1]] != "#" \
-                    and nxt not in seen:
+            if (
+                0 <= nxt[0] < len(grid)
+                and 0 <= nxt[1] < len(grid)
+                and grid[nxt[0]][nxt[1]] != "#"
+                and nxt not in seen
+            ):
                 seen[nxt] = seen[(r, c)] + 1
                 queue.append(nxt)
     return seen.get(goal)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**31 - 2), st.one_of(st.none(), st.integers(MIN_SIZE, MAX_SIZE)), st.sampled_from([0, 0.2, 0.4]))
+@given(
+    st.integers(0, 2**31 - 2),
+    st.one_of(st.none(), st.integers(MIN_SIZE, MAX_SIZE)),
+    st.sampled_from([0, 0.2, 0.4]),
+)
 def test_generator_is_solvable_and_stores_the_bfs_optimum(task_id, size, density):
     task = generate_path_task(task_id, size=size, obstacle_density=density)
     side = len(task.grid)
@@ -120,8 +128,18 @@ def test_tool_preamble_holds_the_current_position():
     assert str(base.state.board) in base.state.tool_output and str(base.task.goal) in base.state.tool_output
 
 
-@pytest.mark.parametrize("kwargs", [{"size": 3}, {"size": 11}, {"size": 5.0}, {"obstacle_density": 0.5},
-                                    {"obstacle_density": -0.1}, {"tool_timeout": 0}, {"max_turns": 0}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"size": 3},
+        {"size": 11},
+        {"size": 5.0},
+        {"obstacle_density": 0.5},
+        {"obstacle_density": -0.1},
+        {"tool_timeout": 0},
+        {"max_turns": 0},
+    ],
+)
 def test_bad_options_raise(kwargs):
     with pytest.raises(InvalidArgumentError):
         teamgym.make("plan_path-v0", **kwargs)

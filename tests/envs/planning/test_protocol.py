@@ -1,4 +1,4 @@
-"""The tool + planner protocol and reward table shared by the three planning envs (teamgym.envs.planning.base)."""
+"""The tool + planner protocol and the reward table shared by the planning envs (envs/planning/base.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ from tests.envs.planning.support import act, play
 
 ENV_IDS = ["plan_path-v0", "sudoku-v0", "sokoban-v0"]
 #: Harder settings, so that the oracle is checked beyond the defaults too.
-VARIANTS = [("plan_path-v0", {"size": 10, "obstacle_density": 0.4}), ("sudoku-v0", {"size": 9, "difficulty": "hard"}),
-            ("sokoban-v0", {"size": 8, "num_boxes": 3})]
+VARIANTS = [
+    ("plan_path-v0", {"size": 10, "obstacle_density": 0.4}),
+    ("sudoku-v0", {"size": 9, "difficulty": "hard"}),
+    ("sokoban-v0", {"size": 8, "num_boxes": 3}),
+]
 
 
 def _fresh(env_id, **kwargs):
@@ -40,7 +43,10 @@ def _assert_oracle_is_perfect(env_id, kwargs, seeds, tool, planner):
     for seed in seeds:
         episode, _ = play(env, seed, tool, planner)
         assert episode["success"] and episode["optimal"], (env_id, seed, episode)
-        assert episode["team_returns"] == {"tool": MAX_TEAM_RETURN, "planner": MAX_TEAM_RETURN}, (env_id, seed)
+        assert episode["team_returns"] == {"tool": MAX_TEAM_RETURN, "planner": MAX_TEAM_RETURN}, (
+            env_id,
+            seed,
+        )
         assert episode["turns"] == 1
 
 
@@ -71,19 +77,28 @@ def test_tool_step_scores_its_printed_plan_without_changing_the_state(env_id):
     board = env.unwrapped.state.board
     info = act(env, env.unwrapped.scripted_policy("tool", "oracle")(env.observe("tool")))
     assert env.unwrapped.state.board == board
-    assert info["reward_terms"] == {"team": 0.0, "local": 1.0, "format": 0.0, "exec": 0.0, "plan": 1.0,
-                                    "invalid": 0.0}
+    assert info["reward_terms"] == {
+        "team": 0.0,
+        "local": 1.0,
+        "format": 0.0,
+        "exec": 0.0,
+        "plan": 1.0,
+        "invalid": 0.0,
+    }
     assert info["tool_status"] == "ok" and info["tool_plan"]["reaches_goal"]
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
-@pytest.mark.parametrize("completion,parts", [
-    ("I would search.", {"format": -FORMAT_PENALTY}),
-    ("```python\nraise SystemExit(3)\n```", {"exec": -EXEC_FAILED}),
-    ("```python\nwhile True:\n    pass\n```", {"exec": -EXEC_FAILED}),
-    ("```python\nprint('thinking...')\n```", {"exec": -NO_PLAN}),
-    ("```python\nprint('Actions: []')\n```", {}),
-])
+@pytest.mark.parametrize(
+    "completion,parts",
+    [
+        ("I would search.", {"format": -FORMAT_PENALTY}),
+        ("```python\nraise SystemExit(3)\n```", {"exec": -EXEC_FAILED}),
+        ("```python\nwhile True:\n    pass\n```", {"exec": -EXEC_FAILED}),
+        ("```python\nprint('thinking...')\n```", {"exec": -NO_PLAN}),
+        ("```python\nprint('Actions: []')\n```", {}),
+    ],
+)
 def test_tool_failure_modes(env_id, completion, parts):
     env = _fresh(env_id, tool_timeout=0.3)
     info = act(env, completion)
@@ -116,8 +131,12 @@ def test_planner_without_a_plan_gets_the_format_penalty(env_id):
     act(env, "no program")
     board = env.unwrapped.state.board
     info = act(env, "I am not sure what to do.")
-    assert info["reward_terms"] == {"team": 0.0, "local": -FORMAT_PENALTY, "format": -FORMAT_PENALTY,
-                                    "invalid": 0.0}
+    assert info["reward_terms"] == {
+        "team": 0.0,
+        "local": -FORMAT_PENALTY,
+        "format": -FORMAT_PENALTY,
+        "invalid": 0.0,
+    }
     assert env.unwrapped.state.board == board
 
 
@@ -174,6 +193,9 @@ def test_tasks_come_from_the_task_id(env_id):
 def test_process_signals_are_in_infos(env_id):
     env = _fresh(env_id)
     info = act(env, "no program")
-    signals = {"plan_path-v0": {"distance_to_goal", "position"}, "sudoku-v0": {"cells_correct", "cells_empty",
-               "conflicts"}, "sokoban-v0": {"boxes_on_goals", "num_boxes", "player"}}[env_id]
+    signals = {
+        "plan_path-v0": {"distance_to_goal", "position"},
+        "sudoku-v0": {"cells_correct", "cells_empty", "conflicts"},
+        "sokoban-v0": {"boxes_on_goals", "num_boxes", "player"},
+    }[env_id]
     assert signals | {"progress", "moves_used", "invalid_moves", "optimal_length"} <= set(info)

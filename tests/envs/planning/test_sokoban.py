@@ -30,8 +30,12 @@ def test_generator_maps_are_solved_by_their_optimal_plan(task_id, size, num_boxe
     assert len(start.boxes) == len(level.goals) == num_boxes
     assert not set(start.boxes) & set(level.goals)
     assert start.player not in level.walls and not set(start.boxes) & level.walls
-    assert all((r, c) in level.walls for r in range(size) for c in range(size) if r in (0, size - 1)
-               or c in (0, size - 1))
+    assert all(
+        (r, c) in level.walls
+        for r in range(size)
+        for c in range(size)
+        if r in (0, size - 1) or c in (0, size - 1)
+    )
     plan = solve_sokoban(level, start)
     assert len(plan) == task.optimal_length >= size - 1
     assert sorted(_play(level, start, plan).boxes) == sorted(level.goals)
@@ -120,13 +124,16 @@ def test_preamble_matches_the_state():
     info = act(env, "```python\nprint(len(warehouse), player, sorted(boxes), sorted(goals))\n```")
     base = env.unwrapped
     assert info["tool_status"] == "ok"
-    expected = f"{base.task.level.side} {base.state.board.player} {sorted(base.state.board.boxes)} " \
-               f"{sorted(base.task.level.goals)}"
+    expected = (
+        f"{base.task.level.side} {base.state.board.player} {sorted(base.state.board.boxes)} "
+        f"{sorted(base.task.level.goals)}"
+    )
     assert base.state.tool_output.strip() == expected
 
 
-@pytest.mark.parametrize("kwargs", [{"size": 4}, {"size": 9}, {"num_boxes": 0}, {"num_boxes": 4},
-                                    {"num_boxes": 1.5}])
+@pytest.mark.parametrize(
+    "kwargs", [{"size": 4}, {"size": 9}, {"num_boxes": 0}, {"num_boxes": 4}, {"num_boxes": 1.5}]
+)
 def test_bad_options_raise(kwargs):
     with pytest.raises(InvalidArgumentError):
         teamgym.make("sokoban-v0", **kwargs)

@@ -23,14 +23,17 @@ def _brute_force_count(puzzle, size):
     def ok(grid):
         units = [[r * size + c for c in range(size)] for r in range(size)]
         units += [[r * size + c for r in range(size)] for c in range(size)]
-        units += [[(br + r) * size + bc + c for r in range(side) for c in range(side)]
-                  for br in range(0, size, side) for bc in range(0, size, side)]
+        units += [
+            [(br + r) * size + bc + c for r in range(side) for c in range(side)]
+            for br in range(0, size, side)
+            for bc in range(0, size, side)
+        ]
         return all(sorted(grid[i] for i in unit) == list(range(1, size + 1)) for unit in units)
 
     count = 0
     for digits in itertools.product(range(1, size + 1), repeat=len(empty)):
         grid = list(puzzle)
-        for i, d in zip(empty, digits):
+        for i, d in zip(empty, digits, strict=True):
             grid[i] = d
         count += ok(grid)
     return count
@@ -40,8 +43,11 @@ def _is_valid_solution(grid, size):
     side = box_side(size)
     rows = [grid[r * size : (r + 1) * size] for r in range(size)]
     cols = [grid[c::size] for c in range(size)]
-    boxes = [[grid[(br + r) * size + bc + c] for r in range(side) for c in range(side)]
-             for br in range(0, size, side) for bc in range(0, size, side)]
+    boxes = [
+        [grid[(br + r) * size + bc + c] for r in range(side) for c in range(side)]
+        for br in range(0, size, side)
+        for bc in range(0, size, side)
+    ]
     return all(sorted(unit) == list(range(1, size + 1)) for unit in rows + cols + boxes)
 
 
@@ -50,7 +56,7 @@ def _is_valid_solution(grid, size):
 def test_generator_gives_a_unique_solution_with_the_targeted_givens(task_id, size, difficulty):
     task = generate_sudoku_task(task_id, size=size, difficulty=difficulty)
     assert _is_valid_solution(task.solution, size)
-    assert all(d in (0, s) for d, s in zip(task.puzzle, task.solution))
+    assert all(d in (0, s) for d, s in zip(task.puzzle, task.solution, strict=True))
     givens = sum(1 for d in task.puzzle if d)
     assert GIVENS[size][difficulty] <= givens <= GIVENS[size][difficulty] + 4
     assert count_solutions(task.puzzle, size) == 1
@@ -94,7 +100,9 @@ def test_right_placement_makes_progress_and_wrong_one_does_not():
     env = _env()
     task = env.unwrapped.task
     r, c, digit = _first_empty(task)
-    wrong = next(d for d in range(1, 5) if d != digit and env.unwrapped._move(task.puzzle, (r, c, d)) is not None)
+    wrong = next(
+        d for d in range(1, 5) if d != digit and env.unwrapped._move(task.puzzle, (r, c, d)) is not None
+    )
     info = act(env, f"Actions: r{r + 1}c{c + 1}={wrong}")
     assert info["reward_terms"]["team"] == 0.0 and info["moves_used"] == 1 and info["cells_correct"] == 0
     act(env, "no program")
@@ -129,7 +137,9 @@ def test_overwriting_a_wrong_digit_loses_the_optimality_bonus():
     env = _env()
     task = env.unwrapped.task
     r, c, digit = _first_empty(task)
-    wrong = next(d for d in range(1, 5) if d != digit and env.unwrapped._move(task.puzzle, (r, c, d)) is not None)
+    wrong = next(
+        d for d in range(1, 5) if d != digit and env.unwrapped._move(task.puzzle, (r, c, d)) is not None
+    )
     act(env, f"Actions: r{r + 1}c{c + 1}={wrong}")
     act(env, "no program")
     info = act(env, env.unwrapped.scripted_policy("planner", "oracle")(env.observe("planner")))
@@ -156,7 +166,9 @@ def test_preamble_defines_puzzle_and_board():
     assert env.unwrapped.state.tool_output.strip() == "4 2 True True"
 
 
-@pytest.mark.parametrize("kwargs", [{"size": 6}, {"size": True}, {"difficulty": "expert"}, {"tool_timeout": -1}])
+@pytest.mark.parametrize(
+    "kwargs", [{"size": 6}, {"size": True}, {"difficulty": "expert"}, {"tool_timeout": -1}]
+)
 def test_bad_options_raise(kwargs):
     with pytest.raises(InvalidArgumentError):
         teamgym.make("sudoku-v0", **kwargs)
