@@ -39,6 +39,9 @@ and the family's process signals; after a tool step also ``tool_status`` and ``t
 ``invalid``, ``reaches_goal``; ``moves`` is -1 when no plan was readable).
 
 A sandbox infrastructure failure gives the tool zero terms and sets ``infos[agent]["infra_error"]``.
+
+Use the AEC env (``teamgym.make``) for AT-GRPO's sequential turns. Under ``teamgym.make_parallel`` both agents
+decide from the observation they had at the start of the turn: the planner sees the previous turn's program.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ import numpy as np
 from teamgym import sandbox
 from teamgym.core import Outcome, Policy, TurnBasedTextEnv, TurnRecord, reward_terms, select_code_block
 from teamgym.envs.planning import prompts
-from teamgym.errors import InvalidArgumentError
+from teamgym.errors import InvalidArgumentError, SandboxError
 
 __all__ = [
     "PlanningEnv",
@@ -65,6 +68,8 @@ __all__ = [
     "MAX_TEAM_RETURN",
     "INVALID_PENALTY",
     "FORMAT_PENALTY",
+    "EXEC_FAILED",
+    "NO_PLAN",
     "check_task_id",
 ]
 
@@ -289,9 +294,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
             parts["format"] = -FORMAT_PENALTY
             state.tool_code, state.tool_status, state.tool_output = "", "no code", ""
         else:
-            result = sandbox.run_python(
-                self._preamble(state.board) + block.code, timeout=self.tool_timeout, memory_mb=TOOL_MEMORY_MB
-            )
+            result = self._run_program(self._preamble(state.board) + block.code)
             state.tool_code, state.tool_status = block.code, result.status
             state.tool_output = (
                 result.stdout if result.status == "ok" else _with_error(result.stdout, result.stderr)
@@ -333,6 +336,12 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
             {"tool": reward_terms(team=0.0, **parts)},
             info=self._infos(tool_status=state.tool_status, tool_plan=summary),
         )
+
+    def _run_program(self, program: str) -> sandbox.ExecResult:
+        try:
+            return sandbox.run_python(program, timeout=self.tool_timeout, memory_mb=TOOL_MEMORY_MB)
+        except SandboxError as err:  # the sandbox itself failed: not the tool's fault
+            return sandbox.ExecResult(status="error", infra_error=str(err))
 
     def _planner_step(self, action: str) -> Outcome:
         state = self.state

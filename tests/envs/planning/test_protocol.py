@@ -7,7 +7,7 @@ import pytest
 import teamgym
 from teamgym.envs.planning import base as planning_base
 from teamgym.envs.planning.base import EXEC_FAILED, FORMAT_PENALTY, GOAL_BONUS, MAX_TEAM_RETURN, NO_PLAN
-from teamgym.errors import InvalidArgumentError
+from teamgym.errors import InvalidArgumentError, SandboxError
 from teamgym.sandbox import ExecResult
 from teamgym.testing import check_env
 from tests.envs.planning.support import act, play
@@ -123,6 +123,17 @@ def test_sandbox_infrastructure_failure_is_not_the_tools_fault(monkeypatch):
     assert info["infra_error"] == "the fork server died"
     assert info["reward_terms"] == {"team": 0.0, "local": 0.0}
     assert env.infos["planner"]["infra_error"] == "the fork server died"
+
+
+def test_sandbox_that_cannot_start_is_an_infrastructure_failure(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise SandboxError("the sandbox server could not start")
+
+    monkeypatch.setattr(planning_base.sandbox, "run_python", refuse)
+    env = _fresh("sudoku-v0")
+    info = act(env, "```python\nprint('Actions: []')\n```")
+    assert info["infra_error"] == "the sandbox server could not start"
+    assert info["reward_terms"] == {"team": 0.0, "local": 0.0}
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
