@@ -152,3 +152,32 @@ def test_render_shows_the_grid_after_each_move():
     act(env, "Actions: U")
     text = env.render()
     assert "optimal plan:" in text and text.count("   0 1 2 3") == 2 and "@" in text and "G" in text
+
+
+def test_moves_after_the_goal_are_ignored():
+    env = _env()
+    base = env.unwrapped
+    plan = base._solve(base.task.start)
+    _skip_tool(env)
+    info = act(env, "Actions: " + ",".join(plan + ["U", "U", "L"]))
+    assert info["moves_used"] == base.task.optimal_length and info["invalid_moves"] == 0
+    assert info["episode"]["optimal"]
+
+
+def test_invalid_penalty_is_capped_at_one():
+    env = _env()
+    blocked = next(m for m in "UDLR" if env.unwrapped._move(env.unwrapped.task.start, m) is None)
+    _skip_tool(env)
+    info = act(env, "Actions: " + ",".join([blocked] * 15))
+    assert info["invalid_moves"] == 15 and info["reward_terms"]["invalid"] == -1.0
+
+
+def test_tool_gets_half_the_progress_of_a_partial_plan_and_pays_for_invalid_moves():
+    env = _env()
+    base = env.unwrapped
+    plan = base._solve(base.task.start)
+    blocked = next(m for m in "UDLR" if base._move(base.task.start, m) is None)
+    info = act(env, f"```python\nprint('Actions: {blocked},{plan[0]},{plan[1]}')\n```")
+    assert info["reward_terms"]["plan"] == pytest.approx(0.5 * 2 / base.task.optimal_length)
+    assert info["reward_terms"]["invalid"] == pytest.approx(-INVALID_PENALTY)
+    assert info["tool_plan"] == {"moves": 3, "invalid": 1, "reaches_goal": False}

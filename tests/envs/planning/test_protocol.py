@@ -162,6 +162,24 @@ def test_team_term_reaches_both_agents_on_the_planner_step(env_id):
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
+def test_an_optimal_plan_split_over_turns_keeps_every_bonus(env_id):
+    env = teamgym.make(env_id, max_turns=4)
+    env.reset(seed=3)
+    base = env.unwrapped
+    plan = base._solve(base.state.board)
+    cut = len(plan) // 2
+    team = []
+    for chunk in (plan[:cut], plan[cut:]):
+        act(env, "no program")
+        team.append(act(env, base._format_plan(chunk))["reward_terms"]["team"])
+    assert team[0] == pytest.approx(
+        base._progress(base._run_plan(base._initial_board(base.task), plan[:cut]).board)
+    )
+    assert sum(team) == pytest.approx(MAX_TEAM_RETURN)
+    assert env.infos["planner"]["episode"]["optimal"] and env.infos["planner"]["episode"]["turns"] == 2
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
 def test_episode_truncates_after_max_turns(env_id):
     env = teamgym.make(env_id, max_turns=2)
     env.reset(seed=1)
