@@ -68,6 +68,6 @@ def planner_prompt(
         f"Current state (turn {turn + 1} of {max_turns}):\n{state}\n\n"
         f"{last_turn}"
         f"The tool agent's program:\n```python\n{shown_code.rstrip()}\n```\n"
-        f"Its output (status: {status}):\n```\n{shown_output}\n```\n\n"
+        f"Its output (status: {status}):\n```\n{shown_output.rstrip()}\n```\n\n"
         f"Answer format: end your answer with {plan_format}"
     )
