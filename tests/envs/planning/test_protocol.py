@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import teamgym
 from teamgym.envs.planning import base as planning_base
@@ -228,3 +230,30 @@ def test_process_signals_are_in_infos(env_id):
         "sokoban-v0": {"boxes_on_goals", "num_boxes", "player"},
     }[env_id]
     assert signals | {"progress", "moves_used", "invalid_moves", "optimal_length"} <= set(info)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(["plan_path-v0", "sokoban-v0"]),
+    st.integers(0, 50),
+    st.lists(st.lists(st.sampled_from("UDLR"), max_size=15), min_size=1, max_size=4),
+)
+def test_planner_moves_follow_the_rules_and_progress_terms_add_up(env_id, seed, turns):
+    env = teamgym.make(env_id, max_turns=4)
+    env.reset(seed=seed)
+    base = env.unwrapped
+    board, expected_invalid, progress_sum = base.state.board, 0, 0.0
+    for moves in turns:
+        if not env.agents or any(env.terminations.values()):
+            break
+        act(env, "no program")
+        info = act(env, "Actions: " + ",".join(moves))
+        for move in moves:
+            if base._progress(board) >= 1.0:
+                break
+            after = base._move(board, move)
+            expected_invalid += after is None
+            board = board if after is None else after
+        progress_sum += info["team_parts"]["progress"]
+        assert base.state.board == board and info["invalid_moves"] == expected_invalid
+    assert progress_sum == pytest.approx(base._progress(board))
