@@ -25,8 +25,9 @@ team (tool step)      0            the tool's step does not change the env
 tool ``format``       {-0.5, 0}    -0.5: no code block (nothing is run)
 tool ``exec``         {-0.5,       -0.5: the program failed (error, timeout, memory, output limit, killed);
                       -0.25, 0}    -0.25: it ran but printed no readable plan
-tool ``plan``         [0, 1]       its printed plan simulated on a copy of the state: 1.0 if it reaches the
-                                   goal, else 0.5 * the progress it would gain (>= 0)
+tool ``plan``         [0, 1]       its printed plan (read from stdout even if the program failed later)
+                                   simulated on a copy of the state: 1.0 if it reaches the goal, else
+                                   0.5 * the progress it would gain (>= 0)
 tool ``invalid``      [-1, 0]      -0.1 per invalid move in its printed plan (at most -1)
 planner ``format``    {-0.5, 0}    -0.5: no readable plan (nothing is applied)
 planner ``invalid``   [-1, 0]      -0.1 per invalid move applied (at most -1)
