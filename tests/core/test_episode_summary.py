@@ -21,9 +21,7 @@ class SharedTeamRelay(RelayEnv):
 def test_summary_returns_include_terms_given_to_other_agents():
     env = SharedTeamRelay(alpha={"speaker": 2.0})
     speaker, listener = env.scripted_policy("speaker"), env.scripted_policy("listener")
-    rows = play_episode(
-        env, lambda agent, obs, info: speaker(obs) if agent == "speaker" else listener(obs), seed=1
-    )
+    rows = play_episode(env, lambda agent, obs, info: speaker(obs) if agent == "speaker" else listener(obs), seed=1)
     episode = rows[-1]["infos"]["speaker"]["episode"]
     assert episode["team_returns"] == {"speaker": 1.0, "listener": 1.0}
     assert episode["returns"] == {"speaker": 2.0, "listener": 1.5}

@@ -119,9 +119,7 @@ class PlanRun(Generic[BoardT]):
 def check_task_id(task_id: Any) -> int:
     """``task_id`` as a seed for ``numpy.random.default_rng``; procedural envs accept any int >= 0."""
     if isinstance(task_id, bool) or not isinstance(task_id, (int, np.integer)) or task_id < 0:
-        raise InvalidArgumentError(
-            f"task_id={task_id!r}: expected an int >= 0 (the seed the task is generated from)"
-        )
+        raise InvalidArgumentError(f"task_id={task_id!r}: expected an int >= 0 (the seed the task is generated from)")
     return int(task_id)
 
 
@@ -159,9 +157,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
             or not isinstance(tool_timeout, (int, float))
             or not (math.isfinite(tool_timeout) and 0 < tool_timeout <= 60)
         ):
-            raise InvalidArgumentError(
-                f"tool_timeout={tool_timeout!r}: expected seconds in (0, 60], e.g. 5.0"
-            )
+            raise InvalidArgumentError(f"tool_timeout={tool_timeout!r}: expected seconds in (0, 60], e.g. 5.0")
         self.tool_timeout = float(tool_timeout)
 
     # ------------------------------------------------------------------ what a family fills in
@@ -297,9 +293,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
         else:
             result = self._run_program(self._preamble(state.board) + block.code)
             state.tool_code, state.tool_status = block.code, result.status
-            state.tool_output = (
-                result.stdout if result.status == "ok" else _with_error(result.stdout, result.stderr)
-            )
+            state.tool_output = result.stdout if result.status == "ok" else _with_error(result.stdout, result.stderr)
             if result.infra_error:
                 state.tool_status = "sandbox failure"
                 self._frame("tool", f"[tool] sandbox failure: {result.infra_error}")

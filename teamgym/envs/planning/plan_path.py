@@ -200,17 +200,13 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
         side = len(self.task.grid)
         lines = ["   " + " ".join(str(c % 10) for c in range(side))]
         for r, row in enumerate(self.task.grid):
-            cells = [
-                "@" if (r, c) == board else "G" if (r, c) == self.task.goal else ch
-                for c, ch in enumerate(row)
-            ]
+            cells = ["@" if (r, c) == board else "G" if (r, c) == self.task.goal else ch for c, ch in enumerate(row)]
             lines.append(f"{r:>2} " + " ".join(cells))
         return "\n".join(lines)
 
     def _preamble(self, board: Cell) -> str:
         return (
-            f"grid = {list(self.task.grid)!r}\nstart = {board!r}\ngoal = {self.task.goal!r}\n"
-            f"MOVES = {MOVE_NAMES!r}\n"
+            f"grid = {list(self.task.grid)!r}\nstart = {board!r}\ngoal = {self.task.goal!r}\nMOVES = {MOVE_NAMES!r}\n"
         )
 
     def _parse_plan(self, text: str) -> list[str] | None:

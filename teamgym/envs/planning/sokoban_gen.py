@@ -160,9 +160,7 @@ def generate_sokoban(
         picks = rng.choice(len(floor), size=num_boxes + 1, replace=False)
         goals = tuple(sorted(floor[int(i)] for i in picks[:-1]))
         level = Level(side, walls, goals)
-        layout = _reverse_play(
-            rng, level, floor[int(picks[-1])], steps=int(rng.integers(8 * side, 16 * side))
-        )
+        layout = _reverse_play(rng, level, floor[int(picks[-1])], steps=int(rng.integers(8 * side, 16 * side)))
         if set(layout.boxes) & set(goals):
             continue
         plan = solve_sokoban(level, layout)

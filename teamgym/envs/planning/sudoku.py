@@ -184,18 +184,14 @@ class SudokuEnv(PlanningEnv[SudokuTask, Board, Placement]):
 
     def _show(self, board: Board) -> str:
         size, side = self.size, box_side(self.size)
-        header = "    " + " | ".join(
-            " ".join(str(c + 1) for c in range(b, b + side)) for b in range(0, size, side)
-        )
+        header = "    " + " | ".join(" ".join(str(c + 1) for c in range(b, b + side)) for b in range(0, size, side))
         rule = "    " + "-+-".join("-" * (2 * side - 1) for _ in range(0, size, side))
         lines = [header]
         for r in range(size):
             if r and r % side == 0:
                 lines.append(rule)
             row = [str(d) if d else "." for d in board[r * size : (r + 1) * size]]
-            lines.append(
-                f"{r + 1:>2}  " + " | ".join(" ".join(row[b : b + side]) for b in range(0, size, side))
-            )
+            lines.append(f"{r + 1:>2}  " + " | ".join(" ".join(row[b : b + side]) for b in range(0, size, side)))
         return "\n".join(lines)
 
     def _preamble(self, board: Board) -> str:
@@ -224,9 +220,7 @@ class SudokuEnv(PlanningEnv[SudokuTask, Board, Placement]):
         return self._cells_correct(board) / self.task.optimal_length
 
     def _cells_correct(self, board: Board) -> int:
-        return sum(
-            1 for i, given in enumerate(self.task.puzzle) if not given and board[i] == self.task.solution[i]
-        )
+        return sum(1 for i, given in enumerate(self.task.puzzle) if not given and board[i] == self.task.solution[i])
 
     def _signals(self, board: Board) -> dict[str, Any]:
         neighbours = peers(self.size)
@@ -242,9 +236,7 @@ class SudokuEnv(PlanningEnv[SudokuTask, Board, Placement]):
 
     def _solve(self, board: Board) -> list[Placement]:
         size = self.size
-        return [
-            (i // size, i % size, digit) for i, digit in enumerate(self.task.solution) if board[i] != digit
-        ]
+        return [(i // size, i % size, digit) for i, digit in enumerate(self.task.solution) if board[i] != digit]
 
     def _format_plan(self, plan: Sequence[Placement]) -> str:
         return "Actions: " + ", ".join(f"r{r + 1}c{c + 1}={d}" for r, c, d in plan)
@@ -252,9 +244,7 @@ class SudokuEnv(PlanningEnv[SudokuTask, Board, Placement]):
     def _random_plan(self, rng: np.random.Generator, board: Board) -> list[Placement]:
         empty = [i for i, d in enumerate(self.task.puzzle) if not d]
         chosen = rng.choice(empty, size=int(rng.integers(1, len(empty) + 1)), replace=False)
-        return [
-            (int(i) // self.size, int(i) % self.size, int(rng.integers(1, self.size + 1))) for i in chosen
-        ]
+        return [(int(i) // self.size, int(i) % self.size, int(rng.integers(1, self.size + 1))) for i in chosen]
 
 
 def _rows(board: Board, size: int) -> list[list[int]]:

@@ -118,9 +118,7 @@ def solve_sudoku(grid: tuple[int, ...] | list[int], size: int) -> tuple[int, ...
     return found[0] if found else None
 
 
-def generate_sudoku(
-    rng: np.random.Generator, *, size: int, givens: int
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def generate_sudoku(rng: np.random.Generator, *, size: int, givens: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """A puzzle with a unique solution and about ``givens`` filled cells, and its solution.
 
     Cells are removed in random order, each removal kept only if the solution stays unique, until ``givens``

@@ -62,9 +62,7 @@ def test_placements_grid_forms():
     rows = [[1, 2, 3, 4], [3, 4, 1, 2], [2, 1, 4, 3], [4, 3, 2, 1]]
     expected = [(r, c, rows[r][c]) for r in range(4) for c in range(4)]
     assert parse_placements(f"Actions: {rows}", size=4) == expected
-    lined = (
-        "Actions:\n1 2 | 3 4\n3 4 | 1 2\n----+----\n2 1 | 4 3\n4 3 | 2 1\n\nDone, every row is a permutation."
-    )
+    lined = "Actions:\n1 2 | 3 4\n3 4 | 1 2\n----+----\n2 1 | 4 3\n4 3 | 2 1\n\nDone, every row is a permutation."
     assert parse_placements(lined, size=4) == expected
     assert parse_placements("Actions:\n1234\n3412\n2143\n432.", size=4)[-1] == (3, 3, 0)
 

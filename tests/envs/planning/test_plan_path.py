@@ -20,12 +20,7 @@ def _bfs(grid, start, goal):
         r, c = queue.popleft()
         for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
             nxt = (r + dr, c + dc)
-            if (
-                0 <= nxt[0] < len(grid)
-                and 0 <= nxt[1] < len(grid)
-                and grid[nxt[0]][nxt[1]] != "#"
-                and nxt not in seen
-            ):
+            if 0 <= nxt[0] < len(grid) and 0 <= nxt[1] < len(grid) and grid[nxt[0]][nxt[1]] != "#" and nxt not in seen:
                 seen[nxt] = seen[(r, c)] + 1
                 queue.append(nxt)
     return seen.get(goal)

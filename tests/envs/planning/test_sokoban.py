@@ -31,10 +31,7 @@ def test_generator_maps_are_solved_by_their_optimal_plan(task_id, size, num_boxe
     assert not set(start.boxes) & set(level.goals)
     assert start.player not in level.walls and not set(start.boxes) & level.walls
     assert all(
-        (r, c) in level.walls
-        for r in range(size)
-        for c in range(size)
-        if r in (0, size - 1) or c in (0, size - 1)
+        (r, c) in level.walls for r in range(size) for c in range(size) if r in (0, size - 1) or c in (0, size - 1)
     )
     plan = solve_sokoban(level, start)
     assert len(plan) == task.optimal_length >= size - 1
@@ -131,9 +128,7 @@ def test_preamble_matches_the_state():
     assert base.state.tool_output.strip() == expected
 
 
-@pytest.mark.parametrize(
-    "kwargs", [{"size": 4}, {"size": 9}, {"num_boxes": 0}, {"num_boxes": 4}, {"num_boxes": 1.5}]
-)
+@pytest.mark.parametrize("kwargs", [{"size": 4}, {"size": 9}, {"num_boxes": 0}, {"num_boxes": 4}, {"num_boxes": 1.5}])
 def test_bad_options_raise(kwargs):
     with pytest.raises(InvalidArgumentError):
         teamgym.make("sokoban-v0", **kwargs)

@@ -100,9 +100,7 @@ def test_right_placement_makes_progress_and_wrong_one_does_not():
     env = _env()
     task = env.unwrapped.task
     r, c, digit = _first_empty(task)
-    wrong = next(
-        d for d in range(1, 5) if d != digit and env.unwrapped._move(task.puzzle, (r, c, d)) is not None
-    )
+    wrong = next(d for d in range(1, 5) if d != digit and env.unwrapped._move(task.puzzle, (r, c, d)) is not None)
     info = act(env, f"Actions: r{r + 1}c{c + 1}={wrong}")
     assert info["reward_terms"]["team"] == 0.0 and info["moves_used"] == 1 and info["cells_correct"] == 0
     act(env, "no program")
@@ -137,9 +135,7 @@ def test_overwriting_a_wrong_digit_loses_the_optimality_bonus():
     env = _env()
     task = env.unwrapped.task
     r, c, digit = _first_empty(task)
-    wrong = next(
-        d for d in range(1, 5) if d != digit and env.unwrapped._move(task.puzzle, (r, c, d)) is not None
-    )
+    wrong = next(d for d in range(1, 5) if d != digit and env.unwrapped._move(task.puzzle, (r, c, d)) is not None)
     act(env, f"Actions: r{r + 1}c{c + 1}={wrong}")
     act(env, "no program")
     info = act(env, env.unwrapped.scripted_policy("planner", "oracle")(env.observe("planner")))
@@ -166,9 +162,7 @@ def test_preamble_defines_puzzle_and_board():
     assert env.unwrapped.state.tool_output.strip() == "4 2 True True"
 
 
-@pytest.mark.parametrize(
-    "kwargs", [{"size": 6}, {"size": True}, {"difficulty": "expert"}, {"tool_timeout": -1}]
-)
+@pytest.mark.parametrize("kwargs", [{"size": 6}, {"size": True}, {"difficulty": "expert"}, {"tool_timeout": -1}])
 def test_bad_options_raise(kwargs):
     with pytest.raises(InvalidArgumentError):
         teamgym.make("sudoku-v0", **kwargs)
