@@ -266,7 +266,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         outcome = self._apply_action(agent, text)
         terms = {a: dict(outcome.terms.get(a, zero_terms())) for a in self.agents}
         self.history.append(TurnRecord(agent, self.turn, text, terms[agent]))
-        # Every agent's terms, not only the actor's: a step may reward others too (the summary must count them).
+        # Every agent's terms, not only the actor's: a step may reward others, and the summary counts them.
         self._episode_terms = {a: add_terms(self._episode_terms[a], terms[a]) for a in self.agents}
         self.num_steps += 1
 

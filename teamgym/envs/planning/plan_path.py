@@ -2,9 +2,9 @@
 ``plan_path`` benchmark, Stronger-MAS, arXiv 2510.11062).
 
 **Task.** A square grid (4x4 to 10x10) with obstacles ``#``; the team must walk from ``@`` to ``G`` with moves
-``U D L R``. Grids are generated from the task id (``numpy.random.default_rng(task_id)``): random obstacles, then a
-start and a goal whose breadth-first-search distance is at least the grid's side minus one (so reachability is
-verified and the optimal length is known). No downloads; any int >= 0 is a task.
+``U D L R``. Grids are generated from the task id (``numpy.random.default_rng(task_id)``): random obstacles,
+then a start and a goal whose breadth-first-search distance is at least the grid's side minus one (so
+reachability is verified and the optimal length is known). No downloads; any int >= 0 is a task.
 
 **Agents.** ``tool`` then ``planner`` each turn (see :mod:`teamgym.envs.planning.base` for the protocol).
 The tool's program starts with::
@@ -14,10 +14,11 @@ The tool's program starts with::
     goal = (row, col)
     MOVES = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 
-and must print ``Actions: U,R,R,D``; the planner ends its answer with the same line. A move into an obstacle or off
-the grid is invalid (skipped, penalised).
+and must print ``Actions: U,R,R,D``; the planner ends its answer with the same line. A move into an obstacle
+or off the grid is invalid (skipped, penalised).
 
-**Spaces.** Observation ``Dict(prompt=TextSpace(32768), turn=Discrete(max_turns + 1))``; action ``TextSpace(65536)``.
+**Spaces.** Observation ``Dict(prompt=TextSpace(32768), turn=Discrete(max_turns + 1))``; action
+``TextSpace(65536)``.
 
 **Rewards.** As in :mod:`teamgym.envs.planning.base`:
 
@@ -40,10 +41,12 @@ The maximum team return is 2.5 (reach the goal on a shortest path). Process sign
 ``distance_to_goal`` (BFS distance), ``position``, ``progress``, ``moves_used``, ``optimal_length``.
 
 **Options.** ``size`` (4..10, or ``None`` for a size drawn from the task id), ``obstacle_density`` (0 to 0.4,
-default 0.2), ``max_turns`` (default 5), ``alpha``, ``tool_timeout`` (default 5 s), ``render_mode``.
+default 0.2), ``max_turns`` (default 5), ``alpha``, ``tool_timeout`` (default 1 s, the sandbox's default),
+``render_mode``.
 
 **Scripted policies.** tool: ``oracle`` (a BFS program run in the sandbox), ``random`` (prints random moves);
-planner: ``oracle`` (a shortest path from the state), ``copy_tool`` (adopts the tool's printed plan), ``random``.
+planner: ``oracle`` (a shortest path from the state), ``copy_tool`` (adopts the tool's printed plan),
+``random``.
 
 **Version history.** v0: first release.
 """
@@ -71,7 +74,7 @@ Cell = tuple[int, int]
 
 @dataclass(frozen=True)
 class PathTask:
-    """One grid: rows of ``#``/``.``, start, goal, and each cell's BFS distance to the goal (-1: unreachable)."""
+    """One grid: rows of ``#``/``.``, start, goal, each cell's BFS distance to the goal (-1: unreachable)."""
 
     grid: tuple[str, ...]
     start: Cell
@@ -100,7 +103,7 @@ def _distances_to(grid: Sequence[str], goal: Cell) -> tuple[tuple[int, ...], ...
 
 
 def generate_path_task(task_id: int, *, size: int | None = None, obstacle_density: float = 0.2) -> PathTask:
-    """The grid of ``task_id``: obstacles drawn with ``obstacle_density``, start and goal at BFS distance >= side - 1.
+    """The grid of ``task_id``: random obstacles, start and goal at BFS distance >= side - 1.
 
     Deterministic: the same arguments always give the same task.
     """
@@ -119,7 +122,7 @@ def generate_path_task(task_id: int, *, size: int | None = None, obstacle_densit
             return PathTask(grid, start, goal, distance)
 
 
-_ORACLE = '''from collections import deque
+_ORACLE = """from collections import deque
 
 rows, cols = len(grid), len(grid[0])
 parent = {start: None}
@@ -139,7 +142,7 @@ while parent.get(cell) is not None:
     cell, name = parent[cell]
     path.append(name)
 print("Actions: " + ",".join(reversed(path)))
-'''
+"""
 
 
 class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
@@ -149,18 +152,32 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
     plan_format = "one line `Actions: ` followed by the moves, comma-separated, e.g. `Actions: U,R,R,D`."
     oracle_program = _ORACLE
 
-    def __init__(self, *, size: int | None = None, obstacle_density: float = 0.2, max_turns: int = 5,
-                 alpha: float | dict[str, float] = 1.0, tool_timeout: float = 5.0, render_mode: str | None = None):
+    def __init__(
+        self,
+        *,
+        size: int | None = None,
+        obstacle_density: float = 0.2,
+        max_turns: int = 5,
+        alpha: float | dict[str, float] = 1.0,
+        tool_timeout: float = 1.0,
+        render_mode: str | None = None,
+    ):
         super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout)
-        if size is not None and (isinstance(size, bool) or not isinstance(size, int)
-                                 or not MIN_SIZE <= size <= MAX_SIZE):
-            raise InvalidArgumentError(f"size={size!r}: expected an int in [{MIN_SIZE}, {MAX_SIZE}], or None to "
-                                       "draw a size per task")
-        if isinstance(obstacle_density, bool) or not isinstance(obstacle_density, (int, float)) or not (
-            0.0 <= obstacle_density <= MAX_DENSITY
+        if size is not None and (
+            isinstance(size, bool) or not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE
         ):
-            raise InvalidArgumentError(f"obstacle_density={obstacle_density!r}: expected a float in "
-                                       f"[0, {MAX_DENSITY}] (denser grids are rarely connected), e.g. 0.2")
+            raise InvalidArgumentError(
+                f"size={size!r}: expected an int in [{MIN_SIZE}, {MAX_SIZE}], or None to draw a size per task"
+            )
+        if (
+            isinstance(obstacle_density, bool)
+            or not isinstance(obstacle_density, (int, float))
+            or not (0.0 <= obstacle_density <= MAX_DENSITY)
+        ):
+            raise InvalidArgumentError(
+                f"obstacle_density={obstacle_density!r}: expected a float in "
+                f"[0, {MAX_DENSITY}] (denser grids are rarely connected), e.g. 0.2"
+            )
         self.size = size
         self.obstacle_density = float(obstacle_density)
 
@@ -172,9 +189,12 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
 
     def _rules(self) -> str:
         side = len(self.task.grid)
-        return (f"Move from @ to G on this {side}x{side} grid in as few moves as possible. `#` is an obstacle, "
-                "`.` is free. Rows are numbered from 0 at the top, columns from 0 at the left. Moves: U (row - 1), "
-                "D (row + 1), L (column - 1), R (column + 1); a move into an obstacle or off the grid is invalid.")
+        return (
+            f"Move from @ to G on this {side}x{side} grid in as few moves as possible. `#` is an obstacle, "
+            "`.` is free. Rows are numbered from 0 at the top, columns from 0 at the left. "
+            "Moves: U (row - 1), "
+            "D (row + 1), L (column - 1), R (column + 1); a move into an obstacle or off the grid is invalid."
+        )
 
     def _show(self, board: Cell) -> str:
         side = len(self.task.grid)
@@ -185,8 +205,9 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
         return "\n".join(lines)
 
     def _preamble(self, board: Cell) -> str:
-        return (f"grid = {list(self.task.grid)!r}\nstart = {board!r}\ngoal = {self.task.goal!r}\n"
-                f"MOVES = {MOVE_NAMES!r}\n")
+        return (
+            f"grid = {list(self.task.grid)!r}\nstart = {board!r}\ngoal = {self.task.goal!r}\nMOVES = {MOVE_NAMES!r}\n"
+        )
 
     def _parse_plan(self, text: str) -> list[str] | None:
         return parse_moves(text, max_moves=4 * len(self.task.grid) ** 2)
