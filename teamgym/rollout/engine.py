@@ -173,9 +173,9 @@ class RolloutEngine:
                 for n in sorted({m for m in more if m > 0}):
                     group = [j for j, m in enumerate(more) if m == n]
                     extra = self._generate([nodes[j] for j in group], n, sampling, timing)
-                    for j, (scored, chosen) in zip(group, self._expand(timing, tree, [active[j] for j in group],
-                                                                         extra)):
-                        candidates[j] = candidates[j] + extra[group.index(j)]
+                    results = self._expand(timing, tree, [active[j] for j in group], extra)
+                    for j, new, (scored, chosen) in zip(group, extra, results, strict=True):
+                        candidates[j] = candidates[j] + new
                         expanded[j] = (expanded[j][0] + scored, chosen)
             for j, i in enumerate(active):
                 scored, chosen = expanded[j]
@@ -183,11 +183,10 @@ class RolloutEngine:
                                   steps[i]))
                 steps[i] += 1
             finished = self._env_call(timing, "done", [(i, ()) for i in active])
-            ended = [i for i, over in zip(active, finished) if over]
-            for i, summary in zip(ended, self._env_call(timing, "summary", [(i, (f"{episode_prefix}-{i}",))
-                                                                              for i in ended])):
-                episodes[i] = summary
-            active = [i for i, over in zip(active, finished) if not over]
+            ended = [i for i, over in zip(active, finished, strict=True) if over]
+            summaries = self._env_call(timing, "summary", [(i, (f"{episode_prefix}-{i}",)) for i in ended])
+            episodes.update(zip(ended, summaries, strict=True))
+            active = [i for i, over in zip(active, finished, strict=True) if not over]
         success = {e["episode_id"]: bool(e.get("success", False)) for e in episodes.values()}
         for row in rows:
             row["success"] = success[row["episode_id"]]
@@ -207,7 +206,7 @@ class RolloutEngine:
     def _expand(self, timing: dict[str, float], tree: TreeSampling, slots: Sequence[int],
                 candidates: Sequence[Sequence[Completion]]) -> list[tuple[list[Scored], int]]:
         calls = []
-        for i, cands in zip(slots, candidates):
+        for i, cands in zip(slots, candidates, strict=True):
             # A fresh seed per node from the engine's generator: the choice is reproducible wherever the slot runs.
             args = {"seed": int(self.rng.integers(2**63)), "m": tree.top_m, "temperature": tree.top_m_temperature}
             calls.append((i, ([c.text for c in cands], tree.strategy, args)))
@@ -226,7 +225,7 @@ class RolloutEngine:
             groups = policy.generate([nodes[j].prompt for j in members], n, sampling)
             timing["generate"] += time.perf_counter() - tic
             timing["completions"] += n * len(members)
-            for j, group in zip(members, groups):
+            for j, group in zip(members, groups, strict=True):
                 out[j] = list(group)
         return out
 
@@ -238,7 +237,7 @@ def _rows(node: NodeView, candidates: Sequence[Completion], scored: Sequence[Sco
         "branch": b, "chosen": b == chosen, "prompt_ids": c.prompt_ids, "completion_ids": c.token_ids,
         "logprobs": c.logprobs, "text": c.text, "reward_terms": s.terms, "rewards": s.reward, "anchor": node.anchor,
         "success": False, "infra_error": s.infra_error,
-    } for b, (c, s) in enumerate(zip(candidates, scored))]
+    } for b, (c, s) in enumerate(zip(candidates, scored, strict=True))]
 
 
 def _seed_of(task_id: Any, index: int) -> int:

@@ -183,7 +183,7 @@ class HFPolicy:
         if len(prompt_ids) != len(completion_ids):
             raise InvalidArgumentError(f"{len(prompt_ids)} prompts but {len(completion_ids)} completions: pair them")
         temperature = temperature if temperature > 0 else 1.0
-        rows = [list(p) + list(c) for p, c in zip(prompt_ids, completion_ids)]
+        rows = [list(p) + list(c) for p, c in zip(prompt_ids, completion_ids, strict=True)]
         input_ids, mask = _left_pad(rows, self.pad_id, self.device)
         positions = (mask.cumsum(-1) - 1).clamp_min(0)
         logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions).logits

@@ -38,7 +38,9 @@ def char_tokenizer(charset: str = CHARSET) -> Any:
     """
     transformers, tokenizers = _require_hf()
     if len(set(charset)) != len(charset) or not charset:
-        raise InvalidArgumentError(f"charset of {len(charset)} characters has duplicates or is empty: pass unique characters")
+        raise InvalidArgumentError(
+            f"charset of {len(charset)} characters has duplicates or is empty: pass unique characters"
+        )
     vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS)}
     for ch in charset:
         vocab[ch] = len(vocab)

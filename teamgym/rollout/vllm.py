@@ -65,7 +65,7 @@ class VLLMPolicy:
             group = []
             for out in request.outputs:
                 token_ids = list(out.token_ids)
-                logprobs = [float(step[tok].logprob) for tok, step in zip(token_ids, out.logprobs or [])]
+                logprobs = [float(step[tok].logprob) for tok, step in zip(token_ids, out.logprobs or [], strict=False)]
                 if len(logprobs) != len(token_ids):
                     raise InvalidArgumentError(
                         f"vLLM returned {len(logprobs)} logprobs for {len(token_ids)} tokens: create the engine so "

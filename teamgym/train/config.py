@@ -229,8 +229,8 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
 
 
 def _check_float(name: str, value: Any, *, low: float, inclusive: bool) -> None:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and (value >= low if inclusive else value > low)
-    if not ok:
+    number = not isinstance(value, bool) and isinstance(value, (int, float))
+    if not (number and (value >= low if inclusive else value > low)):
         bound = ">=" if inclusive else ">"
         raise InvalidArgumentError(f"config field {name}={value!r}: expected a number {bound} {low}")
 

@@ -57,7 +57,9 @@ class MetricsLogger:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError:
-                raise DependencyNotInstalled("tensorboard", "dev", "TensorBoard logging (pip install tensorboard)") from None
+                raise DependencyNotInstalled(
+                    "tensorboard", "dev", "TensorBoard logging (pip install tensorboard)"
+                ) from None
             self._tb = SummaryWriter(str(Path(output_dir) / "tensorboard"))
         if wandb:
             try:
@@ -117,7 +119,7 @@ def plot_learning_curves(output_dir: str | Path, *, before: float | None = None,
     axes[1].plot(steps, [r.get("success") for r in rows], label="training episodes (sampled)")
     evals = [(r["step"], r["eval/success"]) for r in rows if r.get("eval/success") is not None]
     if evals:
-        axes[1].plot(*zip(*evals), "o-", label="held-out (greedy)")
+        axes[1].plot(*zip(*evals, strict=True), "o-", label="held-out (greedy)")
     for value, label, style in ((before, "held-out before (random init)", ":"),
                                 (sft_after, "held-out after SFT warm start", "--"),
                                 (after, "held-out after RL", "-")):

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from teamgym.errors import InvalidArgumentError
-from teamgym.rollout.slot import EnvSlot
 from teamgym.rollout.hf import HFPolicy
+from teamgym.rollout.slot import EnvSlot
 from teamgym.train.presets import Preset
 
 __all__ = ["Demonstration", "collect_demonstrations", "sft_step"]

@@ -118,7 +118,7 @@ class Trainer:
 
     def _sync_generators(self) -> None:
         if self.config.generator == "vllm":
-            for role, policy in self._named_policies().items():
+            for policy in self._named_policies().values():
                 next(g for r, g in self.generators.items() if self.policies[r] is policy).sync_weights(policy.model)
 
     def _named_policies(self) -> dict[str, HFPolicy]:

@@ -21,9 +21,3 @@ def test_tiny_policy_on_cuda_scores_what_it_sampled():
         assert mask[i].sum().item() == len(c.token_ids)
         assert torch.allclose(logprobs[i, : len(c.token_ids)].cpu(), torch.tensor(c.logprobs), atol=1e-3)
 
-
-@pytest.mark.gpu
-def test_vllm_policy_on_a_real_engine():
-    vllm = pytest.importorskip("vllm")
-    del vllm
-    pytest.skip("needs a local model directory: set it in docs/training.md's GPU config and run by hand")
