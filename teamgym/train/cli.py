@@ -110,15 +110,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(summary: dict[str, Any]) -> str:
-    def pct(value: Any) -> str:
-        return "n/a" if value is None else f"{100 * value:.1f}%"
+    def pct(key: str) -> str:
+        greedy, sampled = summary.get(f"heldout_success_{key}"), summary.get(f"heldout_sampled_success_{key}")
+        if greedy is None:
+            return "n/a"
+        return f"{100 * greedy:5.1f}% greedy, {100 * sampled:5.1f}% sampled"
 
-    lines = [f"held-out success on {summary['heldout_tasks']} {summary['env_id']} tasks (greedy):",
-             f"  before training:          {pct(summary['heldout_success_before'])}"]
+    lines = [f"held-out success on {summary['heldout_tasks']} {summary['env_id']} tasks (one sample per node):",
+             f"  before training:                 {pct('before')}"]
     if summary.get("heldout_success_after_sft") is not None:
-        lines.append(f"  after SFT warm start ({summary['sft_steps']} steps): "
-                     f"{pct(summary['heldout_success_after_sft'])}")
-    lines.append(f"  after {summary['steps']} {summary['algo']} steps: {pct(summary['heldout_success_after'])}")
+        lines.append(f"  after SFT warm start ({summary['sft_steps']} steps): {pct('after_sft')}")
+    lines.append(f"  after {summary['steps']} {summary['algo']} steps:       {pct('after')}")
     lines.append(f"wall time: {summary['wall_seconds']:.0f} s")
     if summary.get("plot"):
         lines.append(f"learning curves: {summary['plot']}")

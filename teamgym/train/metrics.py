@@ -99,7 +99,10 @@ def _json_number(value: Any) -> Any:
 
 def plot_learning_curves(output_dir: str | Path, *, before: float | None = None, after: float | None = None,
                          sft_after: float | None = None) -> Path:
-    """Write ``learning_curves.png``: mean reward per agent, training success, held-out success, KL and entropy."""
+    """Write ``learning_curves.png``: mean reward per agent, training success, held-out success, KL and entropy.
+
+    ``before``, ``sft_after`` and ``after`` (greedy held-out success) are drawn as horizontal reference lines.
+    """
     try:
         import matplotlib
 
@@ -117,9 +120,10 @@ def plot_learning_curves(output_dir: str | Path, *, before: float | None = None,
     axes[0].set_xlabel("RL step")
     axes[0].legend()
     axes[1].plot(steps, [r.get("success") for r in rows], label="training episodes (sampled)")
-    evals = [(r["step"], r["eval/success"]) for r in rows if r.get("eval/success") is not None]
-    if evals:
-        axes[1].plot(*zip(*evals, strict=True), "o-", label="held-out (greedy)")
+    for key, label in (("eval/success", "held-out (greedy)"), ("eval/sampled_success", "held-out (sampled)")):
+        evals = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
+        if evals:
+            axes[1].plot(*zip(*evals, strict=True), "o-", label=label)
     for value, label, style in ((before, "held-out before (random init)", ":"),
                                 (sft_after, "held-out after SFT warm start", "--"),
                                 (after, "held-out after RL", "-")):

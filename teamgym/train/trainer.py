@@ -73,6 +73,7 @@ class Trainer:
         max_tokens = config.max_new_tokens or self.preset.max_tokens
         self.sampling = SamplingParams(temperature=config.temperature, max_tokens=max_tokens)
         self.eval_sampling = SamplingParams(temperature=0.0, max_tokens=max_tokens)
+        self.eval_sampled = SamplingParams(temperature=config.temperature, max_tokens=max_tokens)
         self.tree = TreeSampling(k=config.k, strategy=config.strategy, top_m=config.top_m, k0=config.k0,
                                  k_max=config.k_max)
         self.generators = self._build_generators()
@@ -192,18 +193,28 @@ class Trainer:
         return [self.config.heldout_offset + i for i in range(self.config.eval_tasks)]
 
     def evaluate(self) -> dict[str, float]:
-        """Greedy, one sample per node, on the held-out tasks: success rate and mean team return."""
+        """Held-out success, one sample per node: greedy (``success``) and sampled at the training temperature.
+
+        The sampled evaluation draws from its own generator seeded by the config seed (saved and restored around
+        it), so evaluating never shifts the training sampler's random stream.
+        """
         ids = self.heldout_ids()
         if not ids:
-            return {"success": float("nan"), "team_return": float("nan")}
-        episodes = []
-        for start in range(0, len(ids), EVAL_CHUNK):
-            result = self.engine.rollout(ids[start:start + EVAL_CHUNK], episode_prefix="eval",
-                                         tree=TreeSampling(k=1), sampling=self.eval_sampling)
-            episodes.extend(result.episodes)
-        success = float(np.mean([bool(e.get("success")) for e in episodes]))
-        team = float(np.mean([np.mean(list(e.get("team_returns", {0: 0.0}).values())) for e in episodes]))
-        return {"success": success, "team_return": team}
+            return {"success": float("nan"), "sampled_success": float("nan")}
+        out = {}
+        saved = {name: p.rng_state() for name, p in self._named_policies().items()}
+        for key, sampling in (("success", self.eval_sampling), ("sampled_success", self.eval_sampled)):
+            for policy in self._named_policies().values():
+                policy.generator.manual_seed(self.config.seed + 1)
+            episodes = []
+            for start in range(0, len(ids), EVAL_CHUNK):
+                result = self.engine.rollout(ids[start:start + EVAL_CHUNK], episode_prefix="eval",
+                                             tree=TreeSampling(k=1), sampling=sampling)
+                episodes.extend(result.episodes)
+            out[key] = float(np.mean([bool(e.get("success")) for e in episodes]))
+        for name, policy in self._named_policies().items():
+            policy.set_rng_state(saved[name])
+        return out
 
     # ------------------------------------------------------------------ the run
     def train(self) -> dict[str, Any]:
@@ -234,8 +245,9 @@ class Trainer:
 
     def _warm_start(self) -> None:
         c = self.config
-        self.evals["before"] = self.evaluate()["success"]
-        logger.info("held-out success before training: %.3f", self.evals["before"])
+        before = self.evaluate()
+        self.evals.update({"before": before["success"], "before_sampled": before["sampled_success"]})
+        logger.info("held-out success before training: %s", before)
         if c.sft_steps > 0:
             rng = np.random.default_rng([c.seed, 2**31 - 1])
             tasks = self._draw_tasks(rng, SFT_TASKS)
@@ -247,8 +259,9 @@ class Trainer:
                 losses.append(sft_step(demos, self.policies, optimizers, rng, c.sft_batch_size, c.max_grad_norm))
             self.evals["sft_loss"] = float(np.mean(losses[-10:]))
             self._sync_generators()
-            self.evals["after_sft"] = self.evaluate()["success"]
-            logger.info("held-out success after %d SFT steps: %.3f", c.sft_steps, self.evals["after_sft"])
+            after_sft = self.evaluate()
+            self.evals.update({"after_sft": after_sft["success"], "after_sft_sampled": after_sft["sampled_success"]})
+            logger.info("held-out success after %d SFT steps: %s", c.sft_steps, after_sft)
         self.sft_done = True
         self._checkpoint()
 
@@ -264,7 +277,9 @@ class Trainer:
                 row = self._rl_step()
                 self.step += 1
                 if c.eval_every and self.step % c.eval_every == 0 and self.step < c.steps:
-                    row["eval/success"] = self.evaluate()["success"]
+                    evaluation = self.evaluate()
+                    row["eval/success"] = evaluation["success"]
+                    row["eval/sampled_success"] = evaluation["sampled_success"]
                 metrics.log(row)
                 if self.step % c.checkpoint_every == 0 or self.step == c.steps:
                     self._checkpoint()
@@ -329,13 +344,17 @@ class Trainer:
         return row
 
     def _finish(self) -> dict[str, Any]:
-        self.evals["after"] = self.evaluate()["success"]
+        final = self.evaluate()
+        self.evals.update({"after": final["success"], "after_sampled": final["sampled_success"]})
         summary = {
             "env_id": self.config.env_id, "algo": self.config.algo, "steps": self.step,
             "heldout_tasks": self.config.eval_tasks,
             "heldout_success_before": self.evals.get("before"),
             "heldout_success_after_sft": self.evals.get("after_sft"),
             "heldout_success_after": self.evals.get("after"),
+            "heldout_sampled_success_before": self.evals.get("before_sampled"),
+            "heldout_sampled_success_after_sft": self.evals.get("after_sft_sampled"),
+            "heldout_sampled_success_after": self.evals.get("after_sampled"),
             "sft_steps": self.config.sft_steps,
             "wall_seconds": self.wall_before + (time.perf_counter() - self._started),
         }
