@@ -142,3 +142,16 @@ def test_vllm_generator_gets_the_weights_after_every_update(tmp_path, monkeypatc
 def test_vllm_generator_needs_a_checkpoint(tmp_path):
     with pytest.raises(InvalidArgumentError, match="generator='vllm'"):
         tiny(tmp_path, "x", generator="vllm")
+
+
+def test_one_model_and_optimizer_per_role_with_its_own_lr(tmp_path):
+    from teamgym.train import Trainer
+
+    config = tiny(tmp_path, "roles", shared_model=False, role_lr={"speaker": 1e-3}, steps=1)
+    trainer = Trainer(config)
+    assert trainer.policies["speaker"] is not trainer.policies["listener"]
+    lrs = {name: trainer.optimizers[id(p)].param_groups[0]["lr"] for name, p in trainer._named_policies().items()}
+    assert lrs == {"speaker": 1e-3, "listener": config.lr}
+    trainer.train()
+    state = load_latest_checkpoint(config.output_dir)[1]
+    assert set(state["models"]) == {"speaker", "listener"}
