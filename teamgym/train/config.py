@@ -83,7 +83,7 @@ class TrainConfig:
     env_id: str = "plan_path-v0"
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     algo: str = "at_grpo"
-    steps: int = 40
+    steps: int = 80
     output_dir: str = "runs/plan_path"
     seed: int = 0
     tasks_per_step: int = 8
@@ -120,7 +120,7 @@ class TrainConfig:
     sft_steps: int = 300
     sft_lr: float = 3e-3
     sft_batch_size: int = 32
-    eval_tasks: int = 100
+    eval_tasks: int = 200
     eval_every: int = 0
     heldout_offset: int = 1_000_000
     checkpoint_every: int = 10

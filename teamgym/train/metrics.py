@@ -97,11 +97,21 @@ def _json_number(value: Any) -> Any:
     return value
 
 
-def plot_learning_curves(output_dir: str | Path, *, before: float | None = None, after: float | None = None,
-                         sft_after: float | None = None) -> Path:
-    """Write ``learning_curves.png``: mean reward per agent, training success, held-out success, KL and entropy.
+def _smooth(values: list[float], window: int = 10) -> list[float]:
+    out, total = [], 0.0
+    for i, value in enumerate(values):
+        total += value
+        if i >= window:
+            total -= values[i - window]
+        out.append(total / min(i + 1, window))
+    return out
 
-    ``before``, ``sft_after`` and ``after`` (greedy held-out success) are drawn as horizontal reference lines.
+
+def plot_learning_curves(output_dir: str | Path, *, evals: Mapping[str, float | None] | None = None) -> Path:
+    """Write ``learning_curves.png``: reward per agent, training and held-out success, entropy and KL.
+
+    ``evals`` holds the held-out numbers outside the RL loop (``before``, ``after_sft``, ``after`` and their
+    ``*_sampled`` twins); they are drawn at step 0 (after the warm start) and at the last step.
     """
     try:
         import matplotlib
@@ -111,30 +121,34 @@ def plot_learning_curves(output_dir: str | Path, *, before: float | None = None,
     except ImportError:
         raise DependencyNotInstalled("matplotlib", "plot", "the learning-curve plot") from None
     rows = read_metrics(output_dir)
-    steps = [r["step"] for r in rows]
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    evals = dict(evals or {})
+    steps = [r["step"] + 1 for r in rows]
+    last = steps[-1] if steps else 0
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     reward_keys = sorted(k for k in (rows[0] if rows else {}) if k.startswith("reward/") and k.endswith("/mixed"))
     for key in reward_keys:
-        axes[0].plot(steps, [r.get(key) for r in rows], label=key.split("/")[1])
-    axes[0].set_title("mean reward per agent (all candidates)")
+        axes[0].plot(steps, _smooth([r.get(key) or 0.0 for r in rows]), label=key.split("/")[1])
+    axes[0].set_title("mean reward per agent, all candidates (10-step mean)")
     axes[0].set_xlabel("RL step")
     axes[0].legend()
-    axes[1].plot(steps, [r.get("success") for r in rows], label="training episodes (sampled)")
-    for key, label in (("eval/success", "held-out (greedy)"), ("eval/sampled_success", "held-out (sampled)")):
-        evals = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
-        if evals:
-            axes[1].plot(*zip(*evals, strict=True), "o-", label=label)
-    for value, label, style in ((before, "held-out before (random init)", ":"),
-                                (sft_after, "held-out after SFT warm start", "--"),
-                                (after, "held-out after RL", "-")):
-        if value is not None:
-            axes[1].axhline(value, linestyle=style, color="gray" if style != "-" else "black", label=label)
+    axes[1].plot(steps, _smooth([r.get("success") or 0.0 for r in rows]), alpha=0.5,
+                 label="training episodes, tree path (10-step mean)")
+    for suffix, label in (("", "greedy"), ("_sampled", "sampled")):
+        key = "eval/success" if not suffix else "eval/sampled_success"
+        points = [(0, evals.get(f"after_sft{suffix}"))]
+        points += [(r["step"] + 1, r.get(key)) for r in rows if r.get(key) is not None]
+        points.append((last, evals.get(f"after{suffix}")))
+        points = [(x, y) for x, y in points if y is not None]
+        if points:
+            axes[1].plot(*zip(*points, strict=True), "o-", label=f"held-out, {label}")
+    if evals.get("before") is not None:
+        axes[1].axhline(evals["before"], linestyle=":", color="gray", label="held-out before training (random init)")
     axes[1].set_ylim(-0.02, 1.02)
-    axes[1].set_title("success rate")
+    axes[1].set_title("success rate (step 0 = after the SFT warm start)")
     axes[1].set_xlabel("RL step")
-    axes[1].legend(fontsize=7)
-    axes[2].plot(steps, [r.get("entropy") for r in rows], label="entropy")
-    axes[2].plot(steps, [r.get("kl") for r in rows], label="approx KL to sampler")
+    axes[1].legend(fontsize=7, loc="lower right")
+    axes[2].plot(steps, [r.get("entropy") for r in rows], label="entropy per token")
+    axes[2].plot(steps, [r.get("kl") for r in rows], label="k3 KL to the sampler")
     axes[2].set_title("policy statistics")
     axes[2].set_xlabel("RL step")
     axes[2].legend()

@@ -359,9 +359,7 @@ class Trainer:
             "wall_seconds": self.wall_before + (time.perf_counter() - self._started),
         }
         if self.config.plot:
-            summary["plot"] = str(plot_learning_curves(self.output_dir, before=summary["heldout_success_before"],
-                                                       sft_after=summary["heldout_success_after_sft"],
-                                                       after=summary["heldout_success_after"]))
+            summary["plot"] = str(plot_learning_curves(self.output_dir, evals=self.evals))
         (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
 
