@@ -8,11 +8,16 @@ from __future__ import annotations
 from teamgym.rollout.batch import NODE_KEYS, AgentTurnBatch
 from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling, default_prompt
 from teamgym.rollout.sampling import Completion, Policy, SamplingParams
+from teamgym.rollout.slot import EnvSlot, LocalSlots, SlotPool
 
 __all__ = [
     "NODE_KEYS",
     "AgentTurnBatch",
     "Completion",
+    "EnvSlot",
+    "LocalSlots",
+    "RaySlots",
+    "SlotPool",
     "HFPolicy",
     "Policy",
     "RolloutEngine",
@@ -30,6 +35,10 @@ def __getattr__(name: str):
         from teamgym.rollout.hf import HFPolicy
 
         return HFPolicy
+    if name == "RaySlots":
+        from teamgym.rollout.ray_backend import RaySlots
+
+        return RaySlots
     if name == "VLLMPolicy":
         from teamgym.rollout.vllm import VLLMPolicy
 

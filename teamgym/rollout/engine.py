@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,7 +95,6 @@ class RolloutResult:
     generate_seconds: float = 0.0
     env_seconds: float = 0.0
     total_seconds: float = 0.0
-    extra: dict[str, float] = field(default_factory=dict)
 
     @property
     def success_rate(self) -> float:

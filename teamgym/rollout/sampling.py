@@ -9,7 +9,7 @@ policy passes them through unchanged.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from teamgym.errors import InvalidArgumentError
@@ -64,7 +64,6 @@ class Completion:
     token_ids: list[int]
     logprobs: list[float]
     finish_reason: str = "stop"
-    extra: dict = field(default_factory=dict)
 
 
 @runtime_checkable
