@@ -116,11 +116,13 @@ def _report(summary: dict[str, Any]) -> str:
             return "n/a"
         return f"{100 * greedy:5.1f}% greedy, {100 * sampled:5.1f}% sampled"
 
-    lines = [f"held-out success on {summary['heldout_tasks']} {summary['env_id']} tasks (one sample per node):",
-             f"  before training:                 {pct('before')}"]
+    stages = [("before training:", "before")]
     if summary.get("heldout_success_after_sft") is not None:
-        lines.append(f"  after SFT warm start ({summary['sft_steps']} steps): {pct('after_sft')}")
-    lines.append(f"  after {summary['steps']} {summary['algo']} steps:       {pct('after')}")
+        stages.append((f"after SFT warm start ({summary['sft_steps']} steps):", "after_sft"))
+    stages.append((f"after {summary['steps']} {summary['algo']} steps:", "after"))
+    width = max(len(label) for label, _ in stages)
+    lines = [f"held-out success on {summary['heldout_tasks']} {summary['env_id']} tasks (one sample per node):"]
+    lines += [f"  {label.ljust(width)} {pct(key)}" for label, key in stages]
     lines.append(f"wall time: {summary['wall_seconds']:.0f} s")
     if summary.get("plot"):
         lines.append(f"learning curves: {summary['plot']}")
