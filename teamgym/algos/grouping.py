@@ -1,0 +1,220 @@
+"""Group ids from key columns, and vectorised per-group statistics (mean, Bessel std, size).
+
+Every group-relative estimator reduces to: turn key columns into dense int64 ids, then compute a statistic per
+group with ``index_add_`` and gather it back per row. Both steps are O(N) tensor operations except one sort
+when ids are sparse (``torch.unique``); strings are factorised with a dict (about 0.2 s per million on one
+core).
+
+>>> import torch
+>>> ids = group_ids(["t1", "t1", "t2"], torch.tensor([0, 0, 0]))
+>>> ids.tolist()
+[0, 0, 1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from teamgym.algos._checks import check_ids, check_same_length
+from teamgym.errors import InvalidArgumentError
+
+__all__ = [
+    "factorize",
+    "group_ids",
+    "dense_ids",
+    "combine_ids",
+    "GroupStats",
+    "group_stats",
+    "normalize_in_groups",
+]
+
+# ids within [0, _BINCOUNT_FACTOR * N + _BINCOUNT_SLACK) are compressed with bincount (no sort).
+_BINCOUNT_FACTOR = 8
+_BINCOUNT_SLACK = 1 << 16
+
+Column = torch.Tensor | np.ndarray | Sequence
+
+
+def factorize(column: Column) -> tuple[torch.Tensor, int]:
+    """Dense int64 codes for one key column, in order of first appearance for hashables.
+
+    Args:
+        column: integers (tensor, array or list) or any hashable Python values (strings, tuples...).
+
+    Returns:
+        ``(codes, n)``: codes in ``[0, n)``, equal exactly where the keys are equal.
+    """
+    if isinstance(column, torch.Tensor) or (isinstance(column, np.ndarray) and column.dtype.kind in "iub"):
+        tensor = torch.as_tensor(column)
+        if tensor.dim() != 1:
+            raise InvalidArgumentError(
+                f"key columns must be 1-D, got shape {tuple(tensor.shape)}: flatten it"
+            )
+        if tensor.is_floating_point():
+            raise InvalidArgumentError(
+                f"key columns must be integers or hashables, got dtype {tensor.dtype}: round or cast the keys"
+            )
+        return dense_ids(tensor.to(torch.int64))
+    if isinstance(column, np.ndarray):
+        column = column.tolist()
+    index: dict = {}
+    setdefault = index.setdefault
+    try:
+        codes = np.fromiter(
+            (setdefault(key, len(index)) for key in column), dtype=np.int64, count=len(column)
+        )
+    except TypeError as err:
+        raise InvalidArgumentError(
+            f"key columns must hold hashable values (str, int, tuple), got: {err}; convert lists to tuples"
+        ) from None
+    return torch.from_numpy(codes), len(index)
+
+
+def dense_ids(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Map arbitrary int64 ids to ``[0, G)`` preserving order; bincount when ids are small, else one sort."""
+    n = ids.numel()
+    if n == 0:
+        return ids.to(torch.int64), 0
+    low, high = (int(v) for v in torch.aminmax(ids))
+    if low >= 0 and high < _BINCOUNT_FACTOR * n + _BINCOUNT_SLACK:
+        present = torch.zeros(high + 1, dtype=torch.bool, device=ids.device).index_fill_(0, ids, True)
+        n_present = int(present.sum())
+        if n_present == high + 1:  # already dense: skip the gather
+            return ids, n_present
+        remap = torch.cumsum(present, 0) - 1
+        return remap.index_select(0, ids), n_present
+    uniques, inverse = torch.unique(ids, return_inverse=True)
+    return inverse, int(uniques.numel())
+
+
+def group_ids(*columns: Column) -> torch.Tensor:
+    """Dense int64 group ids: rows share an id exactly when they agree on every key column.
+
+    Args:
+        *columns: one or more equally long key columns (int tensors/arrays/lists, or lists of
+        strings/hashables),
+            e.g. ``group_ids(task_ids, agent_names, turn_ids)`` for AT-GRPO or ``group_ids(task_ids,
+            anchors)``.
+
+    Returns:
+        ``(N,)`` int64 ids in ``[0, G)``.
+    """
+    if not columns:
+        raise InvalidArgumentError("group_ids needs at least one key column, got none: pass e.g. task_ids")
+    lengths = {len(col) for col in columns}
+    if len(lengths) != 1:
+        raise InvalidArgumentError(f"key columns must have equal lengths, got {sorted(lengths)}: align them")
+    return combine_ids(*(factorize(column)[0] for column in columns))
+
+
+def _bincount_limit(n: int) -> int:
+    return _BINCOUNT_FACTOR * n + _BINCOUNT_SLACK
+
+
+def _nested(inner: torch.Tensor, n_inner: int, outer: torch.Tensor, n_outer: int) -> bool:
+    """Whether ``outer`` is a function of ``inner`` (then ``inner`` alone identifies the pairs)."""
+    if n_inner > _bincount_limit(inner.numel()):
+        return False
+    owner = torch.full((n_inner,), -1, dtype=torch.int64, device=inner.device)
+    owner.scatter_(0, inner, outer)
+    return bool(torch.equal(owner.index_select(0, inner), outer))
+
+
+def _radix_codes(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Codes in ``[0, n)`` for radix folding: the ids themselves if small and non-negative, else dense."""
+    if ids.numel() == 0:
+        return ids, 0
+    low, high = (int(v) for v in torch.aminmax(ids))
+    if low >= 0 and high < _bincount_limit(ids.numel()):
+        return ids, high + 1
+    return dense_ids(ids)
+
+
+def combine_ids(*id_columns: torch.Tensor) -> torch.Tensor:
+    """Dense ids of the tuples ``(a[i], b[i], ...)`` for int64 id tensors of any values (no Python loop).
+
+    Columns are folded by mixed radix while the key range stays small (no sort); when one column is a function
+    of the other (anchor ids built per group are), the finer one alone is kept; otherwise one sort.
+    """
+    return dense_ids(combine_codes(*id_columns)[0])[0]
+
+
+def combine_codes(*id_columns: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Like :func:`combine_ids` but returns ``(codes, size)``: codes in ``[0, size)``, not necessarily dense.
+
+    Cheaper (no final remap); ``size`` stays below a few times N, so codes can index bincount/scatter tables.
+    """
+    if not id_columns:
+        raise InvalidArgumentError("combine_ids needs at least one id column, got none")
+    check_same_length(**{f"column {i}": check_ids(f"column {i}", c) for i, c in enumerate(id_columns)})
+    combined, size = _radix_codes(check_ids("ids", id_columns[0]))
+    for column in id_columns[1:]:
+        codes, n = _radix_codes(check_ids("ids", column))
+        limit = _bincount_limit(codes.numel())
+        if size * n >= limit:
+            (combined, size), (codes, n) = dense_ids(combined), dense_ids(codes)
+        if size * n < limit:
+            combined, size = combined * n + codes, size * n
+        elif _nested(codes, n, combined, size):
+            combined, size = codes, n
+        elif _nested(combined, size, codes, n):
+            continue
+        elif size * n < (1 << 62):
+            combined, size = dense_ids(combined * n + codes)
+        else:  # radix overflow: unique rows
+            _, combined = torch.unique(torch.stack([combined, codes], 1), dim=0, return_inverse=True)
+            size = int(combined.max()) + 1 if combined.numel() else 0
+    return combined, size
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """Per-group statistics, indexed by dense group id; ``inverse[i]`` is row i's group."""
+
+    inverse: torch.Tensor  # (N,) int64
+    count: torch.Tensor  # (G,) float64
+    mean: torch.Tensor  # (G,) float64
+    std: torch.Tensor  # (G,) float64, Bessel-corrected; 0 for singleton groups
+    centred: torch.Tensor  # (N,) float64, value minus its group mean
+
+
+def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
+    """Stats over codes in ``[0, size)``; unused codes get count 0, mean 0, std 0."""
+    x = values.to(torch.float64)
+    count = torch.bincount(codes, minlength=size).to(torch.float64)
+    mean = torch.bincount(codes, weights=x, minlength=size) / count.clamp_min(1.0)
+    centred = x - mean.index_select(0, codes)
+    sq = torch.bincount(codes, weights=centred * centred, minlength=size)
+    std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
+    return GroupStats(codes, count, mean, std, centred)
+
+
+def group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
+    """Size, mean and Bessel-corrected std of ``values`` per id, in float64 (two-pass, numerically stable)."""
+    inverse, n_groups = dense_ids(check_ids("group_ids", ids))
+    return _stats(values, inverse, n_groups)
+
+
+def sparse_group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
+    """:func:`group_stats` without the final remap (cheaper when ids are small non-negative integers).
+
+    ``inverse`` holds codes in ``[0, size)`` rather than dense ids; unused codes have count 0.
+    """
+    return _stats(values, *_radix_codes(check_ids("group_ids", ids)))
+
+
+def normalize_in_groups(
+    values: torch.Tensor, ids: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6
+) -> torch.Tensor:
+    """``(x - mean_g) / (std_g + eps)`` (or ``x - mean_g``) per group; singleton groups give exactly 0."""
+    stats = _stats(values, *_radix_codes(check_ids("group_ids", ids)))
+    if not scale_by_std:
+        return stats.centred.to(values.dtype)  # singletons: x - x/1 == 0 exactly
+    # singleton and exactly-constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0)
+    spread = (stats.count > 1) & (stats.std > 0)
+    factor = torch.where(spread, 1.0 / (stats.std + eps), torch.zeros_like(stats.std))
+    return (stats.centred * factor.index_select(0, stats.inverse)).to(values.dtype)

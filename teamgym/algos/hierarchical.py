@@ -1,0 +1,235 @@
+"""Hierarchical (episode + step) advantages: GiGPO and its multi-agent version ``team_gigpo``.
+
+Both read per-row columns: the episode return of the row's trajectory, the row's discounted step return (see
+:func:`discounted_returns`), the prompt group, the trajectory, and an anchor id (the env state the row acted
+in, hashed without history; build it with ``group_ids(anchor_texts)``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
+from teamgym.algos.grouping import (
+    _bincount_limit,
+    _radix_codes,
+    combine_codes,
+    dense_ids,
+    normalize_in_groups,
+)
+from teamgym.algos.registry import register_advantage
+from teamgym.errors import InvalidArgumentError
+
+__all__ = ["discounted_returns", "gigpo", "team_gigpo"]
+
+
+def _combine(*columns: torch.Tensor) -> torch.Tensor:
+    """Group codes of the key tuples (not necessarily dense; cheaper than ``combine_ids``)."""
+    return combine_codes(*columns)[0]
+
+
+def discounted_returns(
+    rewards: torch.Tensor, trajectory_ids: torch.Tensor, turn_ids: torch.Tensor, *, gamma: float = 0.95
+) -> torch.Tensor:
+    """Per-row discounted return ``G_t = r_t + gamma * G_{t+1}`` along each trajectory, ordered by turn.
+
+    GiGPO (arXiv 2505.10978) uses gamma = 0.95. For per-agent returns (``team_gigpo``) pass
+    ``trajectory_ids = combine_ids(trajectory_ids, agent_ids)`` so each agent's turns form their own chain.
+    Rows may come in any order; turn ids must be distinct within a trajectory. No sort: the dense id of
+    (trajectory, turn) is each row's rank; then a padded table filled backwards (O(N) for even lengths) or,
+    for very uneven lengths, a segmented doubling scan (O(N log T)).
+    """
+    rewards = check_values("rewards", rewards)
+    trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
+    turn_ids = check_ids("turn_ids", turn_ids)
+    n = check_same_length(rewards=rewards, trajectory_ids=trajectory_ids, turn_ids=turn_ids)
+    if not 0.0 <= gamma <= 1.0:
+        raise InvalidArgumentError(f"gamma must be in [0, 1], got {gamma}: GiGPO uses 0.95")
+    if n == 0:
+        return rewards.clone()
+    traj, n_traj = dense_ids(trajectory_ids)
+    turn, n_turn = _radix_codes(turn_ids)
+    if n_traj * n_turn >= _bincount_limit(n):
+        turn, n_turn = dense_ids(turn)
+    key = traj * n_turn + turn  # sorted order of key = by trajectory, then turn
+    if n_traj * n_turn < _bincount_limit(n):
+        position, n_distinct = dense_ids(key)  # unique keys: the dense id is the sorted position (no sort)
+    else:
+        position = torch.empty(n, dtype=torch.int64, device=key.device)
+        sorted_key, order = torch.sort(key)
+        position.scatter_(0, order, torch.arange(n, device=key.device))
+        n_distinct = n - int((sorted_key[1:] == sorted_key[:-1]).sum())
+    if n_distinct < n:
+        raise InvalidArgumentError(
+            "turn_ids repeat within a trajectory, so the return order is ambiguous: give each row of a "
+            "trajectory a distinct turn id (for per-agent returns combine trajectory and agent ids)"
+        )
+    # trajectories occupy consecutive sorted positions; a row's offset in its chain is its rank among them
+    length = torch.bincount(traj, minlength=n_traj)
+    block_end = torch.cumsum(length, 0)
+    max_length = int(length.max())
+    if n_traj * max_length <= 4 * n + (1 << 16):
+        # padded (max_length, n_traj) table, filled backwards one turn at a time: O(n_traj * max_length)
+        offset = position - (block_end - length).index_select(0, traj)
+        cell = offset * n_traj + traj
+        # float32 (as verl-agent) or float64 as given; half precision is widened
+        dtype = torch.promote_types(rewards.dtype, torch.float32)
+        table = torch.zeros(max_length * n_traj, dtype=dtype, device=key.device)
+        table.scatter_(0, cell, rewards.to(dtype))
+        table = table.view(max_length, n_traj)
+        for t in range(max_length - 2, -1, -1):
+            table[t].add_(table[t + 1], alpha=float(gamma))
+        return table.view(-1).index_select(0, cell).to(rewards.dtype)
+    # very uneven lengths: segmented doubling scan over sorted positions, O(N log max_length)
+    seg_end = torch.empty(n, dtype=torch.int64, device=key.device)
+    seg_end.scatter_(0, position, block_end.index_select(0, traj))
+    values = torch.empty(n, dtype=torch.float64, device=key.device)
+    values.scatter_(0, position, rewards.to(torch.float64))
+    index = torch.arange(n, device=key.device)
+    span, factor = 1, float(gamma)
+    while span < max_length:
+        ahead = index + span
+        inside = ahead < seg_end
+        values = values + factor * values.index_select(0, ahead.clamp_max(n - 1)) * inside
+        span, factor = span * 2, factor * factor
+    return values.index_select(0, position).to(rewards.dtype)
+
+
+def _first_row_of_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
+    """One row index per dense unit id; checks that ``values`` is constant within each unit."""
+    n_units = int(unit.max()) + 1
+    rows = torch.zeros(n_units, dtype=torch.int64, device=unit.device)
+    rows.scatter_(0, unit, torch.arange(unit.numel(), device=unit.device))
+    spread = values.index_select(0, rows).index_select(0, unit)
+    if not torch.equal(spread, values) and not torch.allclose(spread, values, rtol=1e-6, atol=1e-6):
+        bad = int((~torch.isclose(values, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])
+        raise InvalidArgumentError(
+            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and "
+            f"another row of its trajectory has {spread[bad].item()}: repeat the episode return on every row"
+        )
+    return rows
+
+
+def _two_level(
+    episode_returns: torch.Tensor,
+    step_returns: torch.Tensor,
+    episode_groups: torch.Tensor,
+    units: torch.Tensor,
+    step_groups: torch.Tensor,
+    omega: float,
+    scale_by_std: bool,
+) -> torch.Tensor:
+    """``A^E + omega * A^S``: GRPO over one return per unit within its episode group, plus step-group GRPO."""
+    units = dense_ids(units)[0]  # one episode value per *present* unit
+    rows = _first_row_of_unit(episode_returns, units, "episode_returns")
+    episode_adv = normalize_in_groups(
+        episode_returns.index_select(0, rows).to(torch.float64),
+        episode_groups.index_select(0, rows),
+        scale_by_std=scale_by_std,
+    )
+    step_adv = normalize_in_groups(step_returns.to(torch.float64), step_groups, scale_by_std=scale_by_std)
+    return (episode_adv.index_select(0, units) + omega * step_adv).to(episode_returns.dtype)
+
+
+@register_advantage("gigpo")
+def gigpo(
+    episode_returns: torch.Tensor,
+    step_returns: torch.Tensor,
+    group_ids: torch.Tensor,
+    trajectory_ids: torch.Tensor,
+    anchor_ids: torch.Tensor,
+    *,
+    omega: float = 1.0,
+    scale_by_std: bool = True,
+) -> torch.Tensor:
+    """GiGPO two-level advantage ``A = A^E + omega * A^S`` (arXiv 2505.10978; verl-agent).
+
+    Episode level ``A^E``: GRPO over one return per (group, trajectory) (repeated on each of its rows), so
+    long trajectories do not weigh more. Step level ``A^S``: GRPO of ``step_returns`` over the step group
+    (group, anchor): rows of the same prompt group that acted in an identical env state. Singleton groups give
+    0 at both levels (verl-agent gives 0 at the step level but the raw return for a prompt with a single
+    trajectory), so all-distinct anchors or ``omega = 0`` reduce to episode-level GRPO. eps = 1e-6.
+    verl-agent's function default is ``mode="mean_norm"`` but its scripts use ``mean_std_norm``, our default.
+
+    Args:
+        episode_returns: ``(N,)`` return of the row's trajectory (constant within a trajectory).
+        step_returns: ``(N,)`` discounted return from the row's step (:func:`discounted_returns`).
+        group_ids: ``(N,)`` prompt group (same task/seed).
+        trajectory_ids: ``(N,)`` trajectory within the group (ids may repeat across groups).
+        anchor_ids: ``(N,)`` anchor state id (equal ids = identical state).
+        omega: weight of the step-level term.
+        scale_by_std: divide both levels by their group std ("mean_std_norm"); False is "mean_norm".
+    """
+    episode_returns = check_values("episode_returns", episode_returns)
+    step_returns = check_values("step_returns", step_returns)
+    group_ids = check_ids("group_ids", group_ids)
+    trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
+    anchor_ids = check_ids("anchor_ids", anchor_ids)
+    n = check_same_length(
+        episode_returns=episode_returns,
+        step_returns=step_returns,
+        group_ids=group_ids,
+        trajectory_ids=trajectory_ids,
+        anchor_ids=anchor_ids,
+    )
+    check_positive("omega", omega, allow_zero=True)
+    if n == 0:
+        return episode_returns.clone()
+    units = _combine(group_ids, trajectory_ids)
+    step_groups = _combine(group_ids, anchor_ids)
+    return _two_level(episode_returns, step_returns, group_ids, units, step_groups, omega, scale_by_std)
+
+
+@register_advantage("team_gigpo")
+def team_gigpo(
+    episode_returns: torch.Tensor,
+    step_returns: torch.Tensor,
+    group_ids: torch.Tensor,
+    trajectory_ids: torch.Tensor,
+    agent_ids: torch.Tensor,
+    anchor_ids: torch.Tensor,
+    *,
+    omega: float = 1.0,
+    scale_by_std: bool = True,
+) -> torch.Tensor:
+    """Multi-agent GiGPO (teamgym design, direction A): GiGPO's two levels, normalised per agent as Dr.MAS.
+
+    Outer level: the team trajectories of one task (``group_ids``). Each agent k has one episode return per
+    trajectory (its mixed return, e.g. ``alpha*team + local``), standardised across the group's trajectories
+    among agent k's returns only: ``A^E = (R_k - mu_{g,k}) / (sigma_{g,k} + eps)``. Inner level: step groups
+    are (group, agent, anchor), i.e. the same agent acting in an identical state; ``step_returns`` are
+    per-agent discounted returns over that agent's own turns (``discounted_returns(r, combine_ids(traj,
+    agent), turn)``). ``A = A^E + omega * A^S``. Per-agent statistics keep each agent invariant to affine
+    changes of its own rewards (Dr.MAS, arXiv 2602.08847) and never compare a coder's state with a tester's.
+    With one agent this is exactly :func:`gigpo`.
+
+    Args:
+        episode_returns: ``(N,)`` the row's agent's return in its trajectory (constant per (trajectory,
+        agent)).
+        step_returns: ``(N,)`` the row's agent's discounted return from this turn.
+        group_ids, trajectory_ids, agent_ids, anchor_ids: ``(N,)`` int64 ids.
+        omega: weight of the step-level term.
+        scale_by_std: divide by group stds (both levels).
+    """
+    episode_returns = check_values("episode_returns", episode_returns)
+    step_returns = check_values("step_returns", step_returns)
+    group_ids = check_ids("group_ids", group_ids)
+    trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
+    agent_ids = check_ids("agent_ids", agent_ids)
+    anchor_ids = check_ids("anchor_ids", anchor_ids)
+    n = check_same_length(
+        episode_returns=episode_returns,
+        step_returns=step_returns,
+        group_ids=group_ids,
+        trajectory_ids=trajectory_ids,
+        agent_ids=agent_ids,
+        anchor_ids=anchor_ids,
+    )
+    check_positive("omega", omega, allow_zero=True)
+    if n == 0:
+        return episode_returns.clone()
+    episode_groups = _combine(group_ids, agent_ids)
+    units = _combine(episode_groups, trajectory_ids)
+    # (group, anchor) first: anchors are usually built per group, so that fold needs no sort
+    step_groups = _combine(_combine(group_ids, anchor_ids), agent_ids)
+    return _two_level(episode_returns, step_returns, episode_groups, units, step_groups, omega, scale_by_std)
