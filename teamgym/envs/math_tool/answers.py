@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import sympy
 from sympy.parsing.sympy_parser import auto_number, auto_symbol, implicit_multiplication, parse_expr, rationalize
@@ -107,6 +108,11 @@ def parse_answer(text: str) -> ParsedAnswer | None:
     """Parse an answer (LaTeX or plain) into sympy values, or ``None`` when it is not safely parsable mathematics."""
     if not isinstance(text, str) or len(text) > 4 * MAX_ANSWER_CHARS:
         return None
+    return _parse_cached(text)
+
+
+@lru_cache(maxsize=4096)  # the same references and answers are parsed again every step; results are immutable
+def _parse_cached(text: str) -> ParsedAnswer | None:
     try:
         normal = normalize_latex(text)
     except RecursionError:
