@@ -298,7 +298,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self._require_reset("render")
         lines = [self._render_header()]
         lines += [self._render_record(record) for record in self.history]
-        if self.agents and all(self.terminations[a] or self.truncations[a] for a in self.agents):
+        if not self.agents or all(self.terminations[a] or self.truncations[a] for a in self.agents):
             lines.append(self._render_footer())
         text = "\n".join(lines)
         if self.render_mode == "human":
