@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import sympy
-from sympy.parsing.sympy_parser import auto_number, auto_symbol, implicit_multiplication, parse_expr, rationalize
+from sympy.parsing.sympy_parser import (
+    auto_number,
+    auto_symbol,
+    implicit_multiplication,
+    parse_expr,
+    rationalize,
+)
 
 __all__ = ["ParsedAnswer", "parse_answer", "is_equivalent", "normalize_latex", "MAX_ANSWER_CHARS", "MAX_DIGITS"]
 
@@ -53,6 +59,8 @@ _TRAILING_WORDS = re.compile(r"^(.*?[\d)}])\s+[A-Za-z]{2,}(?:\s+[A-Za-z]+)*\s*$"
 _ALLOWED = re.compile(r"^[0-9A-Za-z+\-*/^().,{}\\ ]*$")
 _IDENTIFIER = re.compile(r"[A-Za-z]+")
 _KNOWN_NAMES = frozenset({"sqrt", "pi", "oo"})
+#: ``()`` (sympy would build a tuple), a period after a name or bracket (attribute access), ``1.x`` (the same).
+_UNSAFE_SHAPE = re.compile(r"\(\s*\)|[A-Za-z)]\s*\.|\d\s*\.\s*[A-Za-z_(]")
 #: Runs of up to this many letters (``2abc``) are read as products of variables; longer ones are words, not mathematics.
 _MAX_PRODUCT_NAME = 3
 
@@ -148,7 +156,7 @@ def is_equivalent(candidate: str | None, reference: str) -> bool:
     if got is None or len(got.values) != len(expected.values):
         return False
     if expected.ordered or len(expected.values) == 1:
-        return all(_same_value(a, b) for a, b in zip(got.values, expected.values))
+        return all(_same_value(a, b) for a, b in zip(got.values, expected.values, strict=True))
     remaining = list(got.values)
     for value in expected.values:
         match = next((i for i, other in enumerate(remaining) if _same_value(other, value)), None)
@@ -241,13 +249,13 @@ def _plain_text(text: str) -> str:
 # ---------------------------------------------------------------------- parsing and comparison
 def _parse_single(text: str) -> sympy.Expr | None:
     names = _IDENTIFIER.findall(text)
-    if "__" in text or re.fullmatch(r"[A-Za-z]{2,}(?:\s+[A-Za-z]+)*", text) and text not in _KNOWN_NAMES:
+    if "__" in text or (re.fullmatch(r"[A-Za-z]{2,}(?:\s+[A-Za-z]+)*", text) and text not in _KNOWN_NAMES):
         return None  # a word or a name is text, not a product of variables
     if any(len(name) > _MAX_PRODUCT_NAME and name not in _KNOWN_NAMES for name in names):
         return None
     # Multi-letter names would reach sympy's namespace: split short products of variables (2xy) ourselves.
     text = _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) in _KNOWN_NAMES else "*".join(m.group(0)), text)
-    if "," in text or re.search(r"\(\s*\)", text) or re.search(r"\d\s*\.\s*[A-Za-z_(]", text) or re.search(r"[A-Za-z)]\s*\.", text):
+    if "," in text or _UNSAFE_SHAPE.search(text):
         return None  # a nested list, an empty bracket (a tuple), attribute access, or a stray period
     # A variable before a bracket is a product (x(x+1)), never a call of an undefined function.
     text = re.sub(r"\b(?!sqrt\b)([A-Za-z]+)\s*\(", r"\1*(", text)

@@ -6,7 +6,8 @@ solvable and its answer checkable with :func:`~teamgym.envs.math_tool.answers.is
 ===================  ============================  =================================  =================================
 family               difficulty 1                  difficulty 2                       difficulty 3
 ===================  ============================  =================================  =================================
-``arithmetic``       ``a + b * c``, ``a - b * c``  sum or difference of two fractions  a squared fraction minus a product
+``arithmetic``       ``a + b * c``, ``a - b * c``  sum or difference of two fractions  a squared fraction minus a
+                                                                                      product
 ``algebra``          ``a x + b = c`` (integer x)   ``a x + b = c x + d`` (fraction)   positive root of a quadratic
                                                                                       (a radical)
 ``number_theory``    gcd or lcm of two numbers     ``a^b mod m``                      number or sum of divisors, or a

@@ -27,7 +27,7 @@ REASONER_SYSTEM = (
 
 def tool_prompt(question: str, turn: int, last_code: str | None, last_output: str | None,
                 last_answer: str | None) -> str:
-    """The tool's user prompt in ``turn``: the problem, and from turn 1 on its last program and the reasoner's answer."""
+    """The tool's user prompt in ``turn``: the problem; later, its last program and the reasoner's answer."""
     parts = [f"Problem:\n{question}"]
     if turn > 0:
         code = clip_text((last_code or "").rstrip(), CODE_CHARS)

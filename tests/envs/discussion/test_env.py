@@ -55,7 +55,7 @@ def test_agents_are_named_and_prompts_are_symmetric() -> None:
     env.reset(seed=0)
     assert env.agents == ["agent_0", "agent_1", "agent_2", "agent_3"]
     prompts = [env.observe(a)["prompt"] for a in env.agents]
-    for agent, prompt in zip(env.agents, prompts):
+    for agent, prompt in zip(env.agents, prompts, strict=True):
         assert prompt == prompts[0].replace("You are agent_0,", f"You are {agent},")
 
 

@@ -31,7 +31,8 @@ def test_math_answers_come_from_the_last_box() -> None:
 
 def test_aime_answers_may_be_numbers() -> None:
     problems = load_problems(DATA / "aime.jsonl")
-    assert [(p.task_id, p.answer, p.family) for p in problems] == [("2024-I-1", "24", "aime"), ("2024-I-2", "1001", "aime")]
+    expected = [("2024-I-1", "24", "aime"), ("2024-I-2", "1001", "aime")]
+    assert [(p.task_id, p.answer, p.family) for p in problems] == expected
 
 
 def test_teamgym_schema_skips_blank_lines() -> None:
