@@ -41,7 +41,7 @@ Rewards (``rewards[agent] == alpha * team + local``; ``local`` is the sum of the
                      +switch_weight}                                           from wrong (or no answer) to right,
                                                                                - when it went from right to wrong
     ``persuasion``   [-(N-1) w, +(N-1) w],            ``persuasion_weight``    rounds >= 1, given to every agent in
-                     w = ``persuasion_weight``        = 0.5                    the round's last step: for each other
+                     w = ``persuasion_weight``        = 0.25                   the round's last step: for each other
                                                                                agent that went wrong -> right, the
                                                                                agents right in the previous round
                                                                                share +w; for each that went right ->
@@ -49,7 +49,10 @@ Rewards (``rewards[agent] == alpha * team + local``; ``local`` is the sum of the
                                                                                it adopted share -w
     ===============  ===============================  =======================  ======================================
 
-    The oracle team earns the maximum: team 1 and ``correct`` 1 in each of the T+1 rounds, no switches.
+    The oracle team earns the maximum team reward (1) and ``correct`` 1 in each of the T+1 rounds. The switch and
+    persuasion terms reward changing minds towards the right answer, but with the default weights a team never
+    gains by starting wrong to be persuaded later: the switcher loses 1 (``correct``) and gains 0.5 (``switch``),
+    the persuaders share 0.25, so the sum of the agents' local returns drops by 0.25.
 
 Infos (besides the base's)
     acting agent: ``answer``, ``correct``, ``switched`` (``"to_right"``, ``"to_wrong"`` or ``""``); every agent at the
@@ -60,7 +63,7 @@ Infos (besides the base's)
 Options (keyword-only)
     ``num_agents`` (3, >= 2), ``rounds`` (2, >= 0), ``alpha`` (1.0 or a dict per agent), ``render_mode``,
     ``difficulty`` (``None`` or 1-3), ``families`` (``None`` or a subset), ``dataset`` (``None`` or a JSONL path),
-    ``rationale_chars`` (400), ``format_penalty`` (0.5), ``switch_weight`` (0.5), ``persuasion_weight`` (0.5),
+    ``rationale_chars`` (400), ``format_penalty`` (0.5), ``switch_weight`` (0.5), ``persuasion_weight`` (0.25),
     ``max_prompt_chars`` (16384), ``max_action_chars`` (16384).
 
 Scripted policies (for every agent)
@@ -125,7 +128,7 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
         rationale_chars: int = 400,
         format_penalty: float = 0.5,
         switch_weight: float = 0.5,
-        persuasion_weight: float = 0.5,
+        persuasion_weight: float = 0.25,
         max_prompt_chars: int = 16_384,
         max_action_chars: int = 16_384,
     ):

@@ -28,10 +28,10 @@ Rewards (``rewards[agent] == alpha * team + local``; ``local`` is the sum of the
     ================  ==========  ======================  ==================  ======================================
     term              agent       range                   default weight      meaning
     ================  ==========  ======================  ==================  ======================================
-    ``team``          both        {0, 1}                  ``alpha`` = 1       the reasoner's answer this turn is
-                                                                              correct (both agents receive it in the
-                                                                              reasoner's step; turn-level, as in
-                                                                              AT-GRPO)
+    ``team``          both        {0, 1}                  ``alpha`` = 1       the reasoner's current answer is
+                                                                              correct, paid to both agents in the
+                                                                              episode's last step (the reasoner's
+                                                                              step that ends it); 0 before
     ``correct``       tool        {0, 1}                  1                   the program's printed answer is correct
     ``format``        tool        {-format_penalty, 0}    ``format_penalty``  no (non-empty) Python code block
                                                           = 0.5
@@ -43,7 +43,10 @@ Rewards (``rewards[agent] == alpha * team + local``; ``local`` is the sum of the
     ================  ==========  ======================  ==================  ======================================
 
     If the sandbox itself fails, the tool's step scores nothing and ``infos[agent]["infra_error"]`` says why (drop
-    the sample). The most an episode can earn is one correct turn: team 1, tool local 1, reasoner local 1.
+    the sample). Why the team term waits for the end: the episode goes on while the tool disagrees, so a team term
+    paid every turn would pay a right reasoner more the longer its tool stays wrong; paid once, the team return is
+    the final answer's correctness (at most 1, which the oracle earns in turn 0). The ``correct`` terms stay
+    turn-level, for per-turn credit as in AT-GRPO.
 
 Infos (besides the base's ``reward_terms``, ``messages``...)
     tool: ``tool_status`` (the sandbox status or ``"no_code"``), ``tool_answer``, ``tool_correct``;
@@ -80,6 +83,7 @@ from typing import Any
 
 import numpy as np
 
+from teamgym import sandbox
 from teamgym.core import Outcome, Policy, TurnBasedTextEnv, TurnRecord, clip_text, extract_boxed, reward_terms
 from teamgym.core.text import select_code_block
 from teamgym.envs.math_tool.answers import is_equivalent
@@ -187,9 +191,7 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
             return Outcome({"tool": terms}, info={"tool": {"tool_status": "no_code", "tool_answer": None,
                                                            "tool_correct": False}})
         try:
-            from teamgym.sandbox import run_python
-
-            result = run_python(code, timeout=self.code_timeout, memory_mb=self.code_memory_mb)
+            result = sandbox.run_python(code, timeout=self.code_timeout, memory_mb=self.code_memory_mb)
             infra_error = result.infra_error or ""
         except SandboxError as err:
             result, infra_error = None, f"sandbox failed: {err}"
@@ -221,12 +223,15 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
         self.state.answers.append(answer)
         self.state.correct = correct
         self.state.agreed = agrees
-        team = float(correct)
+        terminated = correct and agrees
+        # The reasoner closes each turn, so its step in the last allowed turn is the episode's last step.
+        last_step = terminated or self.turn + 1 >= self.max_turns
+        team = float(correct) if last_step else 0.0
         format_term = -self.format_penalty if answer is None else 0.0
-        terms = {"reasoner": reward_terms(team=team, correct=team, format=format_term),
+        terms = {"reasoner": reward_terms(team=team, correct=float(correct), format=format_term),
                  "tool": reward_terms(team=team)}
         info = {"reasoner": {"answer": answer, "correct": correct, "agrees_with_tool": agrees}}
-        return Outcome(terms, terminated=correct and agrees, info=info)
+        return Outcome(terms, terminated=terminated, info=info)
 
     # ------------------------------------------------------------------ episode summary
     def _is_success(self) -> bool:

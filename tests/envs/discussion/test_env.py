@@ -114,6 +114,18 @@ def test_switch_and_persuasion_terms() -> None:
     assert all(t["team"] == 0.0 for t in terms.values())  # final majority -1 is wrong
 
 
+def test_starting_wrong_to_be_persuaded_does_not_pay_the_team() -> None:
+    env = teamgym.make("discussion-v0", rounds=1)
+    env.reset(seed=0)
+    truth = env.unwrapped.task.answer
+    _round(env, truth, truth, "-1", truth, truth, truth)
+    colluding = sum(env.infos[a]["episode"]["returns"][a] for a in env.agents)
+    env.reset(seed=0)
+    _round(env, *[truth] * 6)
+    honest = sum(env.infos[a]["episode"]["returns"][a] for a in env.agents)
+    assert honest == 9.0 and colluding == 8.75
+
+
 def test_missing_box_gets_the_format_penalty() -> None:
     env = teamgym.make("discussion-v0", format_penalty=0.2)
     env.reset(seed=0)

@@ -93,13 +93,28 @@ def test_correct_reasoner_disagreeing_with_the_tool_does_not_end_the_episode() -
     answer = env.unwrapped.task.answer
     env.step("```python\nprint(-987654)\n```")
     env.step(rf"\boxed{{{answer}}}")
-    assert env.infos["reasoner"]["reward_terms"]["team"] == 1.0
-    assert env.infos["tool"]["reward_terms"] == {"team": 1.0, "local": 0.0}
+    assert env.infos["reasoner"]["reward_terms"] == {"team": 0.0, "local": 1.0, "correct": 1.0, "format": 0.0}
+    assert env.infos["tool"]["reward_terms"] == {"team": 0.0, "local": 0.0}
     assert not any(env.terminations.values())
     env.step(f"```python\nprint({env.unwrapped.task.answer_plain!r})\n```")
     assert env.infos["tool"]["reward_terms"]["correct"] == 1.0
     env.step(rf"\boxed{{{answer}}}")
     assert all(env.terminations.values())
+    assert env.infos["tool"]["reward_terms"] == {"team": 1.0, "local": 0.0}
+    assert env.infos["tool"]["episode"]["team_returns"] == {"tool": 1.0, "reasoner": 1.0}
+
+
+def test_team_term_is_paid_once_at_truncation() -> None:
+    env = teamgym.make("math_tool-v0", max_turns=2)
+    env.reset(seed=3)
+    answer = env.unwrapped.task.answer
+    _step(env, "```python\nprint(-1)\n```", rf"\boxed{{{answer}}}")
+    assert env.infos["reasoner"]["reward_terms"]["team"] == 0.0
+    _step(env, "```python\nprint(-1)\n```", rf"\boxed{{{answer}}}")
+    assert all(env.truncations.values())
+    assert env.infos["reasoner"]["reward_terms"]["team"] == 1.0
+    summary = env.infos["reasoner"]["episode"]
+    assert summary["team_returns"] == {"tool": 1.0, "reasoner": 1.0} and summary["success"]
 
 
 @pytest.mark.parametrize(("action", "status", "terms"), [
