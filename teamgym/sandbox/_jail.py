@@ -31,7 +31,7 @@ _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME = 1024, 2048, 1 << 21
 _ST_RELATIME = 4096
-_PR_SET_NO_NEW_PRIVS, _PR_SET_DUMPABLE = 38, 4
+_PR_SET_NO_NEW_PRIVS, _PR_SET_DUMPABLE, _PR_SET_PDEATHSIG = 38, 4, 1
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc_gil = ctypes.PyDLL(None, use_errno=True)  # holds the GIL across clone(), like os.fork does
@@ -165,6 +165,8 @@ def enter(cfg: dict, job: dict) -> None:
         os.setresgid(cfg["gid"], cfg["gid"], cfg["gid"])
         os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
     _drop_capabilities()
+    # Die with the server (set after the uid change, which clears it). The startup sweep covers the race.
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     os.environ.clear()
     os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
                        "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8"})

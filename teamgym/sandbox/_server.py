@@ -26,7 +26,9 @@ del sys.path[0]
 # Preloaded so forked jobs get them for free (copy-on-write); the usual imports of contest and HumanEval code.
 import bisect, collections, copy, fractions, functools, heapq, itertools, math, re, string, typing  # noqa: E401,E402,F401,I001
 
-UID_BASE = 1_500_000_000  # per-slot unprivileged uid/gid when the server runs as root
+# As root, each server's jobs run as uid/gid UID_BASE + the server's pid: unique on the machine while the
+# server lives, so a uid-wide kill never touches another pool's (or another user's) jobs.
+UID_BASE = 1_500_000_000
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 _READ = 65536
 
@@ -66,10 +68,10 @@ def _send(fd: int, message: dict) -> None:
 class Server:
     """Runs jobs one at a time, each in a freshly cloned, jailed child."""
 
-    def __init__(self, slot: int, base: str, hide: list[str]):
+    def __init__(self, base: str, hide: list[str]):
         self.root = os.geteuid() == 0
-        self.uid = UID_BASE + slot if self.root else os.geteuid()
-        self.gid = UID_BASE + slot if self.root else os.getegid()
+        self.uid = UID_BASE + os.getpid() if self.root else os.geteuid()
+        self.gid = UID_BASE + os.getpid() if self.root else os.getegid()
         self.base = base
         self.workdir = os.path.join(base, "job")
         os.mkdir(self.workdir, 0o700)
@@ -79,6 +81,8 @@ class Server:
         needed = [p for p in needed if os.path.isdir(p) and not any(_within(p, q) and p != q for q in needed)]
         self.hide = [(p, [n for n in needed if _within(n, p)]) for p in hide
                      if os.path.isdir(p) and not _within(base, p) and not any(_within(p, n) for n in needed)]
+        if self.root:
+            self._kill_uid()  # jobs orphaned by a dead server that had our pid
         self.flags, self.warning = self._probe()
 
     def _cfg(self, flags: int) -> dict:
@@ -221,16 +225,8 @@ class Server:
         """Kill what escaped the job (only possible without a PID namespace) and reap every orphan."""
         if not self.flags & _jail.CLONE_NEWPID:
             self._kill(pid)
-            if self.root:  # every process of the slot's uid belongs to this job: kill(-1) as that uid
-                killer = os.fork()
-                if killer == 0:
-                    try:
-                        os.setresuid(self.uid, self.uid, self.uid)
-                        for _ in range(3):
-                            os.kill(-1, signal.SIGKILL)
-                    finally:
-                        os._exit(0)
-                os.waitpid(killer, 0)
+            if self.root:
+                self._kill_uid()
             import shutil
 
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -240,6 +236,21 @@ class Server:
                     break
             except ChildProcessError:
                 break
+
+    def _kill_uid(self) -> None:
+        """Kill every process of this server's job uid (all are its jobs'): kill(-1) run as that uid."""
+        killer = os.fork()
+        if killer == 0:
+            try:
+                os.setresuid(self.uid, self.uid, self.uid)
+                for _ in range(3):
+                    try:
+                        os.kill(-1, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            finally:
+                os._exit(0)
+        os.waitpid(killer, 0)
 
     def _result(self, job: dict, status: int, verdict: str | None, out: bytes, err: bytes, info: bytes,
                 duration: float) -> dict:
@@ -274,7 +285,7 @@ def main() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the host
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of degraded-mode jobs come back to be reaped
-    slot, base, hide = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+    base, hide = sys.argv[2], json.loads(sys.argv[3])  # argv[1], the slot, only names the process
     control_in, control_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -282,7 +293,7 @@ def main() -> None:
     os.close(devnull)
     for fd in (control_in, control_out):
         os.set_inheritable(fd, False)
-    server = Server(slot, base, hide)
+    server = Server(base, hide)
     _send(control_out, {"isolation": server.isolation(), "pid": os.getpid()})
     while True:
         try:

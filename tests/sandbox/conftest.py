@@ -73,8 +73,6 @@ def job_processes(box: Sandbox) -> list[int]:
                 fields = dict(line.split(":", 1) for line in fh if ":" in line)
         except OSError:
             continue
-        if fields.get("State", "").strip().startswith("Z") and int(fields["PPid"]) not in server_pids(box):
-            pass
         parents[int(entry)] = int(fields["PPid"])
         uids[int(entry)] = int(fields["Uid"].split()[0])
     roots = set(server_pids(box))
@@ -83,8 +81,12 @@ def job_processes(box: Sandbox) -> list[int]:
         seen, cur = 0, ppid
         while cur and cur not in roots and seen < 64:
             cur, seen = parents.get(cur, 0), seen + 1
-        if cur in roots and pid not in roots or UID_BASE <= uids[pid] < UID_BASE + 4096:
-            found.append(pid)
+        if cur in roots and pid not in roots or uids[pid] in {UID_BASE + r for r in roots}:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    found.append((pid, fh.read().replace(b"\0", b" ").decode(errors="replace")[:80]))
+            except OSError:
+                continue
     return found
 
 
