@@ -59,6 +59,7 @@ _TRAILING_WORDS = re.compile(r"^(.*?[\d)}])\s+[A-Za-z]{2,}(?:\s+[A-Za-z]+)*\s*$"
 _ALLOWED = re.compile(r"^[0-9A-Za-z+\-*/^().,{}\\ ]*$")
 _IDENTIFIER = re.compile(r"[A-Za-z]+")
 _KNOWN_NAMES = frozenset({"sqrt", "pi", "oo"})
+_EXPONENT = re.compile(r"\d\s*[eE]\s*[+-]?\s*0*(\d+)")
 #: ``()`` (sympy would build a tuple), a period after a name or bracket (attribute access), ``1.x`` (the same).
 _UNSAFE_SHAPE = re.compile(r"\(\s*\)|[A-Za-z)]\s*\.|\d\s*\.\s*[A-Za-z_(]")
 #: Runs of up to this many letters (``2abc``) are read as products of variables; longer ones are words, not mathematics.
@@ -255,6 +256,8 @@ def _parse_single(text: str) -> sympy.Expr | None:
         return None
     # Multi-letter names would reach sympy's namespace: split short products of variables (2xy) ourselves.
     text = _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) in _KNOWN_NAMES else "*".join(m.group(0)), text)
+    if any(len(exponent) > 3 for exponent in _EXPONENT.findall(text)):
+        return None  # 1e999999 would become a million-digit rational before any bound is checked
     if "," in text or _UNSAFE_SHAPE.search(text):
         return None  # a nested list, an empty bracket (a tuple), attribute access, or a stray period
     # A variable before a bracket is a product (x(x+1)), never a call of an undefined function.
@@ -277,10 +280,8 @@ def _parse_single(text: str) -> sympy.Expr | None:
 
 def _digit_bound(expr: sympy.Basic) -> float:
     """An upper bound on the digits of any number met while evaluating ``expr`` (symbols count as 1 digit)."""
-    if isinstance(expr, sympy.Integer):
-        return len(str(abs(int(expr)))) + 1
-    if isinstance(expr, sympy.Rational):
-        return len(str(abs(expr.p))) + len(str(expr.q)) + 1
+    if isinstance(expr, sympy.Rational):  # integers too; bit lengths, as str() of a huge int raises
+        return (abs(int(expr.p)).bit_length() + int(expr.q).bit_length()) * _LOG10_2 + 2
     if isinstance(expr, sympy.Float):
         return 20.0
     if not expr.args:
@@ -301,6 +302,7 @@ def _digit_bound(expr: sympy.Basic) -> float:
     return math.fsum(_digit_bound(arg) for arg in expr.args)
 
 
+_LOG10_2 = math.log10(2)
 _POINTS = (sympy.Rational(3, 7), sympy.Rational(-5, 3), sympy.Rational(11, 2), sympy.Rational(-17, 13),
            sympy.Rational(29, 11))
 
