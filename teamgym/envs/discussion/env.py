@@ -230,7 +230,7 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
 
     # ------------------------------------------------------------------ scripted policies
     def _scripted_policies(self) -> dict[str, dict[str, Callable[[], Policy]]]:
-        return {agent: {"oracle": lambda: self._oracle, "random": lambda agent=agent: _random_policy(agent)}
+        return {agent: {"oracle": lambda: self._oracle, "random": lambda agent=agent: _random_policy(self, agent)}
                 for agent in self.possible_agents}
 
     def _oracle(self, observation: Mapping[str, Any]) -> str:
@@ -256,11 +256,11 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
         return text
 
 
-def _random_policy(agent: str) -> Policy:
-    """A random small integer in a box; one reply in five has no box."""
-    rng = np.random.default_rng(zlib.crc32(agent.encode()))
+def _random_policy(env: DiscussionEnv, agent: str) -> Policy:
+    """A random small integer in a box; one reply in five has no box (seeded by agent, task and step)."""
 
     def policy(observation: Mapping[str, Any]) -> str:
+        rng = np.random.default_rng([zlib.crc32(agent.encode()), zlib.crc32(str(env.task_id).encode()), env.num_steps])
         number = int(rng.integers(0, 100))
         return f"Maybe {number}." if rng.random() < 0.2 else f"My answer: \\boxed{{{number}}}"
 

@@ -10,7 +10,8 @@ Agents and turn protocol
     output and answers with ``\boxed{...}``. From turn 1 on, the tool also sees its last program, its output and
     the reasoner's last answer, and the reasoner its own last answer. The episode **terminates** when the
     reasoner's answer is correct and equivalent to the tool's answer of the same turn; it is **truncated** after
-    ``max_turns`` turns.
+    ``max_turns`` turns. (Through ``teamgym.make_parallel`` both agents decide at the start of the turn, so the
+    reasoner answers without that turn's program; the AEC env gives the tool-then-reasoner protocol.)
 
 Problems
     By default procedural (:mod:`teamgym.envs.math_tool.problems`): arithmetic, algebra, number theory and counting
@@ -117,7 +118,7 @@ def tool_answer_from_output(stdout: str) -> str | None:
 
 
 class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
-    """A tool agent (Python) and a reasoner (``\\boxed{}``) solve an exact-answer math problem together."""
+    """A tool agent (Python) and a reasoner (a boxed answer) solve an exact-answer math problem together."""
 
     metadata = {"name": "math_tool-v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
     roles = ("tool", "reasoner")
@@ -245,8 +246,8 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
     # ------------------------------------------------------------------ scripted policies
     def _scripted_policies(self) -> dict[str, dict[str, Callable[[], Policy]]]:
         return {
-            "tool": {"oracle": lambda: self._oracle_tool, "random": lambda: _random_policy("tool")},
-            "reasoner": {"oracle": lambda: self._oracle_reasoner, "random": lambda: _random_policy("reasoner")},
+            "tool": {"oracle": lambda: self._oracle_tool, "random": lambda: _random_policy(self, "tool")},
+            "reasoner": {"oracle": lambda: self._oracle_reasoner, "random": lambda: _random_policy(self, "reasoner")},
         }
 
     def _oracle_tool(self, observation: Mapping[str, Any]) -> str:
@@ -275,11 +276,14 @@ def _at(values: list[Any], index: int) -> Any:
     return values[index] if 0 <= index < len(values) else None
 
 
-def _random_policy(role: str) -> Policy:
-    """Random small integers (a program printing one, or a boxed one); one reply in five is malformed."""
-    rng = np.random.default_rng(zlib.crc32(role.encode()))
+def _random_policy(env: MathToolEnv, role: str) -> Policy:
+    """Random small integers (a program printing one, or a boxed one); one reply in five is malformed.
+
+    Seeded by the role, the task and the step, so that episodes are reproducible and differ from task to task.
+    """
 
     def policy(observation: Mapping[str, Any]) -> str:
+        rng = np.random.default_rng([zlib.crc32(role.encode()), zlib.crc32(str(env.task_id).encode()), env.num_steps])
         number = int(rng.integers(0, 100))
         if rng.random() < 0.2:
             return f"I think it is {number}."
