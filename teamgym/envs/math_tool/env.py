@@ -58,8 +58,9 @@ Options (keyword-only)
     ``max_turns`` (3), ``alpha`` (1.0, or a dict per agent), ``render_mode`` (``None``/``"ansi"``/``"human"``),
     ``difficulty`` (``None`` = drawn from the seed, or 1-3), ``families`` (``None`` = all, or a subset of
     ``arithmetic``, ``algebra``, ``number_theory``, ``counting``), ``dataset`` (``None`` or a JSONL path),
-    ``code_timeout`` (2.0 s per program), ``code_memory_mb`` (512), ``format_penalty`` (0.5), ``exec_penalty``
-    (0.25), ``max_prompt_chars`` (16384), ``max_action_chars`` (16384).
+    ``code_timeout`` (1.0 s wall per program, the sandbox's default: the problems need milliseconds, but raise it
+    if your tool imports sympy, which takes 0.3-0.7 s to load), ``code_memory_mb`` (512), ``format_penalty`` (0.5),
+    ``exec_penalty`` (0.25), ``max_prompt_chars`` (16384), ``max_action_chars`` (16384).
 
 Scripted policies
     ``oracle`` (default; the tool prints the reference answer, the reasoner boxes it: team reward 1 in turn 0) and
@@ -132,7 +133,7 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
         difficulty: int | None = None,
         families: Sequence[str] | None = None,
         dataset: str | None = None,
-        code_timeout: float = 2.0,
+        code_timeout: float = 1.0,
         code_memory_mb: int = 512,
         format_penalty: float = 0.5,
         exec_penalty: float = 0.25,
@@ -143,7 +144,7 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
                          max_prompt_chars=max_prompt_chars, max_action_chars=max_action_chars)
         self.source = ProblemSource(difficulty=difficulty, families=families, dataset=dataset)
         if isinstance(code_timeout, bool) or not isinstance(code_timeout, (int, float)) or not 0 < code_timeout <= 60:
-            raise InvalidArgumentError(f"code_timeout={code_timeout!r}: expected seconds in (0, 60], e.g. 2.0")
+            raise InvalidArgumentError(f"code_timeout={code_timeout!r}: expected seconds in (0, 60], e.g. 1.0")
         if isinstance(code_memory_mb, bool) or not isinstance(code_memory_mb, int) or code_memory_mb < 64:
             raise InvalidArgumentError(f"code_memory_mb={code_memory_mb!r}: expected an int >= 64, e.g. 512")
         for name, value in (("format_penalty", format_penalty), ("exec_penalty", exec_penalty)):
