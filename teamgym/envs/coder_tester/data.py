@@ -33,7 +33,6 @@ Other formats (CodeContests, APPS, LiveCodeBench, CURE; local files or hub names
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -81,6 +80,8 @@ class Problem:
         solution: a correct program, or ``None`` when the dataset has none.
         entry_point: (call) the function the tests call.
         prelude: (call) code run before every program: the imports and helpers of the prompt.
+        test_setup: (call) code run once after the program and before the tests (``candidate`` is bound to the
+            entry point): imports and values the ground-truth tests use.
         source: which dataset it came from.
     """
 
@@ -91,6 +92,7 @@ class Problem:
     solution: str | None = None
     entry_point: str = ""
     prelude: str = ""
+    test_setup: str = ""
     source: str = ""
 
     def program(self, code: str) -> str:
@@ -99,12 +101,13 @@ class Problem:
 
 
 # ---------------------------------------------------------------------- HumanEval
-def split_check_function(test_source: str, entry_point: str) -> list[TestCase]:
-    """Split HumanEval's ``check(candidate)`` into one test per top-level statement holding an ``assert``.
+def split_check_function(test_source: str, entry_point: str) -> tuple[str, list[TestCase]]:
+    """Split HumanEval's ``check(candidate)`` into ``(setup, tests)``: one test per top-level statement with an assert.
 
-    Every test keeps the module-level code of ``test_source`` and the statements of ``check`` that hold no assert
-    (imports, setup variables) in their original order, plus its own assert statement, then calls
-    ``check(entry_point)``. Asserts of a constant (``assert True``) test nothing and are dropped.
+    ``setup`` holds the module-level code of ``test_source`` and the statements of ``check`` that hold no assert
+    (imports, setup variables), in their original order; the sandbox runs it once after the program, with
+    ``candidate`` bound to the entry point. Each test is one statement (``assert candidate(...) == ...``, or a loop
+    of asserts). Asserts of a constant (``assert True``) test nothing and are dropped.
 
     Raises:
         DatasetError: when the source has no ``check`` function or no assert in it.
@@ -114,26 +117,21 @@ def split_check_function(test_source: str, entry_point: str) -> list[TestCase]:
     if len(checks) != 1:
         raise DatasetError(f"HumanEval test for {entry_point!r} has {len(checks)} check functions: expected one")
     check = checks[0]
-    outer = [n for n in module.body if n is not check]
 
     def is_unit(stmt: ast.stmt) -> bool:
-        if isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Constant):
-            return False
         return any(isinstance(node, ast.Assert) for node in ast.walk(stmt))
 
-    units = [s for s in check.body if is_unit(s)]
+    def is_trivial(stmt: ast.stmt) -> bool:
+        return isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Constant)
+
+    setup = [n for n in module.body if n is not check]
+    setup += [s for s in check.body if not is_unit(s)]
+    units = [s for s in check.body if is_unit(s) and not is_trivial(s)]
     if not units:
         raise DatasetError(f"HumanEval check for {entry_point!r} has no assert: expected at least one test")
-    trivial = [s for s in check.body if isinstance(s, ast.Assert) and isinstance(s.test, ast.Constant)]
-    tests = []
-    for unit in units:
-        body = [s for s in check.body if (s is unit or s not in units) and s not in trivial]
-        function = copy.copy(check)
-        function.body = body
-        tree = ast.Module(body=[*outer, function], type_ignores=[])
-        source = ast.unparse(ast.fix_missing_locations(tree)) + f"\n\ncheck({entry_point})\n"
-        tests.append(TestCase(input=source, shown=ast.unparse(unit)))
-    return tests
+    setup_source = ast.unparse(ast.Module(body=setup, type_ignores=[]))
+    tests = [TestCase(input=ast.unparse(unit) + "\n", shown=ast.unparse(unit)) for unit in units]
+    return setup_source, tests
 
 
 @functools.lru_cache(maxsize=1)
@@ -144,14 +142,16 @@ def load_humaneval() -> tuple[Problem, ...]:
     problems = []
     for task_id, record in read_problems().items():
         prompt = record["prompt"]
+        setup, tests = split_check_function(record["test"], record["entry_point"])
         problems.append(Problem(
             task_id=task_id,
             question=prompt,
             style="call",
-            tests=tuple(split_check_function(record["test"], record["entry_point"])),
+            tests=tuple(tests),
             solution=prompt + record["canonical_solution"],
             entry_point=record["entry_point"],
             prelude=prompt,
+            test_setup=setup,
             source="humaneval",
         ))
     return tuple(problems)
