@@ -4,7 +4,8 @@ Classic mutation operators (DeMillo et al. 1978; the ``mutmut``/``PIT`` operator
 comparison swaps (``<`` <-> ``<=``, ``>`` <-> ``>=``, ``==`` <-> ``!=``, ``in`` <-> ``not in``, ``is`` <-> ``is not``),
 arithmetic swaps (``+`` <-> ``-``, ``*`` -> ``+``, ``/`` and ``//`` -> ``*``, ``%`` -> ``//``), ``and`` <-> ``or``,
 dropping a ``not``, integer constants ``n`` -> ``n + 1``, ``True`` <-> ``False``, ``min`` <-> ``max``, ``any`` <-> ``all``,
-``.upper`` <-> ``.lower``, ``.startswith`` <-> ``.endswith``, and ``return value`` -> ``return None``.
+``sum`` <-> ``len``, ``sorted``/``set`` -> ``list``, ``.upper`` <-> ``.lower``, ``.startswith`` <-> ``.endswith``, swapping
+a call's first two arguments, and ``return value`` -> ``return None``.
 
 Only the entry-point function is mutated for call-style problems (helpers from the prompt stay intact); the whole
 program for stdio problems. Code inside ``while`` loops is left alone: mutating a loop condition or counter mostly
@@ -31,7 +32,8 @@ _BINOP_SWAPS: dict[type, type] = {
     ast.Mod: ast.FloorDiv,
 }
 _BOOL_SWAPS: dict[type, type] = {ast.And: ast.Or, ast.Or: ast.And}
-_NAME_SWAPS = {"min": "max", "max": "min", "any": "all", "all": "any"}
+_NAME_SWAPS = {"min": "max", "max": "min", "any": "all", "all": "any", "sum": "len", "len": "sum", "sorted": "list",
+               "set": "list"}
 _ATTRIBUTE_SWAPS = {"upper": "lower", "lower": "upper", "startswith": "endswith", "endswith": "startswith"}
 
 
@@ -63,6 +65,10 @@ def mutation_sites(tree: ast.AST) -> list[tuple[int, str]]:
             sites.append((index, "name"))
         elif isinstance(node, ast.Attribute) and node.attr in _ATTRIBUTE_SWAPS:
             sites.append((index, "attribute"))
+        elif isinstance(node, ast.Call) and len(node.args) >= 2 and not any(
+            isinstance(a, ast.Starred) for a in node.args[:2]
+        ):
+            sites.append((index, "swap_args"))
         elif isinstance(node, ast.Return) and node.value is not None and not (
             isinstance(node.value, ast.Constant) and node.value.value is None
         ):
@@ -97,6 +103,8 @@ def _apply(tree: ast.AST, index: int, operator: str) -> ast.AST:
         node.id = _NAME_SWAPS[node.id]
     elif operator == "attribute":
         node.attr = _ATTRIBUTE_SWAPS[node.attr]
+    elif operator == "swap_args":
+        node.args[0], node.args[1] = node.args[1], node.args[0]
     elif operator == "return":
         node.value = ast.Constant(value=None)
     elif operator == "not":
