@@ -68,15 +68,23 @@ def _codecontests(record: Mapping[str, Any], index: int) -> Problem | None:
     tests = []
     for key in ("public_tests", "private_tests"):
         group = record.get(key) or {}
-        tests += [TestCase(i, o, i) for i, o in zip(_strings(group.get("input")), _strings(group.get("output")))]
+        tests += [
+            TestCase(i, o, i) for i, o in zip(_strings(group.get("input")), _strings(group.get("output")))
+        ]
     solutions = record.get("solutions") or {}
     languages = solutions.get("language") or []
     codes = _strings(solutions.get("solution"))
     python = [c for lang, c in zip(languages, codes) if lang == _PYTHON3]
     if not tests or not isinstance(record.get("description"), str):
         return None
-    return Problem(str(record.get("name", index)), record["description"], "stdio", tuple(tests),
-                   python[0] if python else None, source="codecontests")
+    return Problem(
+        str(record.get("name", index)),
+        record["description"],
+        "stdio",
+        tuple(tests),
+        python[0] if python else None,
+        source="codecontests",
+    )
 
 
 def _apps(record: Mapping[str, Any], index: int) -> Problem | None:
@@ -85,7 +93,9 @@ def _apps(record: Mapping[str, Any], index: int) -> Problem | None:
         return None
     inputs, outputs = io_spec.get("inputs") or [], io_spec.get("outputs") or []
     solutions = _json_field(record.get("solutions")) or []
-    solution = solutions[0] if isinstance(solutions, list) and solutions and isinstance(solutions[0], str) else None
+    solution = (
+        solutions[0] if isinstance(solutions, list) and solutions and isinstance(solutions[0], str) else None
+    )
     fn_name = io_spec.get("fn_name")
     question = record.get("question")
     if not isinstance(question, str):
@@ -99,11 +109,27 @@ def _apps(record: Mapping[str, Any], index: int) -> Problem | None:
                 tests.append(call_test(fn_name, ", ".join(repr(a) for a in args), repr(value)))
         starter = record.get("starter_code") or ""
         question = question + (f"\n\n{starter}" if starter else "")
-        return Problem(str(record.get("problem_id", index)), question, "call", tuple(tests), solution,
-                       entry_point=fn_name, source="apps") if tests else None
+        return (
+            Problem(
+                str(record.get("problem_id", index)),
+                question,
+                "call",
+                tuple(tests),
+                solution,
+                entry_point=fn_name,
+                source="apps",
+            )
+            if tests
+            else None
+        )
     tests = [TestCase(_text(i), _text(o), _text(i)) for i, o in zip(inputs, outputs)]
-    return Problem(str(record.get("problem_id", index)), question, "stdio", tuple(tests), solution,
-                   source="apps") if tests else None
+    return (
+        Problem(
+            str(record.get("problem_id", index)), question, "stdio", tuple(tests), solution, source="apps"
+        )
+        if tests
+        else None
+    )
 
 
 def _text(value: Any) -> str:
@@ -141,14 +167,35 @@ def _livecodebench(record: Mapping[str, Any], index: int) -> Problem | None:
         tests = []
         for case in functional:
             args = [line for line in str(case.get("input", "")).split("\n") if line.strip()]
-            tests.append(call_test(f"Solution().{func_name}", ", ".join(args), str(case.get("output", "")).strip()))
+            tests.append(
+                call_test(f"Solution().{func_name}", ", ".join(args), str(case.get("output", "")).strip())
+            )
         starter = record.get("starter_code") or ""
-        return Problem(str(record.get("question_id", index)), f"{question}\n\n{starter}".strip(), "call",
-                       tuple(tests), None, entry_point="Solution", source="livecodebench")
+        return Problem(
+            str(record.get("question_id", index)),
+            f"{question}\n\n{starter}".strip(),
+            "call",
+            tuple(tests),
+            None,
+            entry_point="Solution",
+            source="livecodebench",
+        )
     stdin = [c for c in cases if isinstance(c, dict) and c.get("testtype", "stdin") == "stdin"]
-    tests = [TestCase(str(c.get("input", "")), str(c.get("output", "")), str(c.get("input", ""))) for c in stdin]
-    return Problem(str(record.get("question_id", index)), question, "stdio", tuple(tests), None,
-                   source="livecodebench") if tests else None
+    tests = [
+        TestCase(str(c.get("input", "")), str(c.get("output", "")), str(c.get("input", ""))) for c in stdin
+    ]
+    return (
+        Problem(
+            str(record.get("question_id", index)),
+            question,
+            "stdio",
+            tuple(tests),
+            None,
+            source="livecodebench",
+        )
+        if tests
+        else None
+    )
 
 
 def _cure(record: Mapping[str, Any], index: int) -> Problem | None:
@@ -162,12 +209,25 @@ def _cure(record: Mapping[str, Any], index: int) -> Problem | None:
 
 
 FORMATS: dict[str, Callable[[Mapping[str, Any], int], Problem | None]] = {
-    "codecontests": _codecontests, "apps": _apps, "livecodebench": _livecodebench, "cure": _cure,
+    "codecontests": _codecontests,
+    "apps": _apps,
+    "livecodebench": _livecodebench,
+    "cure": _cure,
 }
-_MARKERS = (("tests", "jsonl"), ("public_tests", "codecontests"), ("input_output", "apps"),
-            ("public_test_cases", "livecodebench"), ("test_input", "cure"))
-_HUB_NAMES = (("code_contests", "codecontests"), ("apps", "apps"), ("livecodebench", "livecodebench"),
-              ("cure", "cure"), ("codecontests", "cure"))
+_MARKERS = (
+    ("tests", "jsonl"),
+    ("public_tests", "codecontests"),
+    ("input_output", "apps"),
+    ("public_test_cases", "livecodebench"),
+    ("test_input", "cure"),
+)
+_HUB_NAMES = (
+    ("code_contests", "codecontests"),
+    ("apps", "apps"),
+    ("livecodebench", "livecodebench"),
+    ("cure", "cure"),
+    ("codecontests", "cure"),
+)
 
 
 def guess_format(record: Mapping[str, Any]) -> str | None:
@@ -181,16 +241,20 @@ def _convert(records: Iterable[tuple[int, Mapping[str, Any]]], fmt: str, where: 
         if fmt == "auto":
             fmt = guess_format(record) or ""
             if not fmt:
-                raise DatasetError(f"{where}, record {number}: cannot tell the format from fields {sorted(record)[:8]}: "
-                                   f"pass dataset_format= one of {['jsonl', *FORMATS]}")
+                raise DatasetError(
+                    f"{where}, record {number}: cannot tell the format from fields {sorted(record)[:8]}: "
+                    f"pass dataset_format= one of {['jsonl', *FORMATS]}"
+                )
         if fmt == "jsonl":
             problems.append(problem_from_record(record, f"{where}, line {number}", source="jsonl"))
             continue
         try:
             problem = FORMATS[fmt](record, number)
         except (ValueError, TypeError, KeyError, zlib.error, pickle.UnpicklingError) as err:
-            raise DatasetError(f"{where}, record {number}: not a valid {fmt} record ({type(err).__name__}: {err}): "
-                               f"check the file's format or pass another dataset_format") from err
+            raise DatasetError(
+                f"{where}, record {number}: not a valid {fmt} record ({type(err).__name__}: {err}): "
+                f"check the file's format or pass another dataset_format"
+            ) from err
         if problem is None:
             skipped += 1
         else:
@@ -198,8 +262,10 @@ def _convert(records: Iterable[tuple[int, Mapping[str, Any]]], fmt: str, where: 
     if skipped:
         logger.warning("%s: skipped %d record(s) without a statement or usable tests", where, skipped)
     if not problems:
-        raise DatasetError(f"{where}: no usable problem ({skipped} records skipped): expected {fmt} records "
-                           "with a statement and tests")
+        raise DatasetError(
+            f"{where}: no usable problem ({skipped} records skipped): expected {fmt} records "
+            "with a statement and tests"
+        )
     unique_ids(problems, where)
     return problems
 
@@ -208,20 +274,28 @@ def _hub_records(name: str, split: str) -> Iterable[tuple[int, Mapping[str, Any]
     try:
         import datasets
     except ImportError as err:
-        raise DependencyNotInstalled("datasets", "datasets", f"loading {name!r} from the Hugging Face hub") from err
+        raise DependencyNotInstalled(
+            "datasets", "datasets", f"loading {name!r} from the Hugging Face hub"
+        ) from err
     return enumerate(datasets.load_dataset(name, split=split), 1)
 
 
-def load_problems(dataset: str, *, dataset_format: str = "auto", split: str = "test",
-                  limit: int | None = None) -> tuple[Problem, ...]:
+def load_problems(
+    dataset: str, *, dataset_format: str = "auto", split: str = "test", limit: int | None = None
+) -> tuple[Problem, ...]:
     """The problems of ``dataset`` (see the module docstring), the first ``limit`` of them when given."""
     if not isinstance(dataset, str) or not dataset:
-        raise InvalidArgumentError(f"dataset={dataset!r}: expected {list(BUNDLED)}, a .jsonl/.json path or a hub name")
+        raise InvalidArgumentError(
+            f"dataset={dataset!r}: expected {list(BUNDLED)}, a .jsonl/.json path or a hub name"
+        )
     if dataset_format not in ("auto", "jsonl", *FORMATS):
-        raise InvalidArgumentError(f"dataset_format={dataset_format!r}: expected one of {['auto', 'jsonl', *FORMATS]}")
+        raise InvalidArgumentError(
+            f"dataset_format={dataset_format!r}: expected one of {['auto', 'jsonl', *FORMATS]}"
+        )
     if dataset in BUNDLED:
         problems: Sequence[Problem] = {
-            "humaneval": load_humaneval, "stdio": load_bundled_stdio,
+            "humaneval": load_humaneval,
+            "stdio": load_bundled_stdio,
             "all": lambda: load_humaneval() + load_bundled_stdio(),
         }[dataset]()
     elif Path(dataset).suffix in (".jsonl", ".json") or Path(dataset).exists():

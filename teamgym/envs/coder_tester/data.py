@@ -42,8 +42,17 @@ from typing import Any, Literal
 
 from teamgym.errors import DatasetError
 
-__all__ = ["TestCase", "Problem", "load_humaneval", "load_bundled_stdio", "load_jsonl", "problem_from_record",
-           "read_records", "split_check_function", "call_test"]
+__all__ = [
+    "TestCase",
+    "Problem",
+    "load_humaneval",
+    "load_bundled_stdio",
+    "load_jsonl",
+    "problem_from_record",
+    "read_records",
+    "split_check_function",
+    "call_test",
+]
 
 Style = Literal["call", "stdio"]
 
@@ -115,7 +124,9 @@ def split_check_function(test_source: str, entry_point: str) -> tuple[str, list[
     module = ast.parse(test_source)
     checks = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
     if len(checks) != 1:
-        raise DatasetError(f"HumanEval test for {entry_point!r} has {len(checks)} check functions: expected one")
+        raise DatasetError(
+            f"HumanEval test for {entry_point!r} has {len(checks)} check functions: expected one"
+        )
     check = checks[0]
 
     def is_unit(stmt: ast.stmt) -> bool:
@@ -143,17 +154,19 @@ def load_humaneval() -> tuple[Problem, ...]:
     for task_id, record in read_problems().items():
         prompt = record["prompt"]
         setup, tests = split_check_function(record["test"], record["entry_point"])
-        problems.append(Problem(
-            task_id=task_id,
-            question=prompt,
-            style="call",
-            tests=tuple(tests),
-            solution=prompt + record["canonical_solution"],
-            entry_point=record["entry_point"],
-            prelude=prompt,
-            test_setup=setup,
-            source="humaneval",
-        ))
+        problems.append(
+            Problem(
+                task_id=task_id,
+                question=prompt,
+                style="call",
+                tests=tuple(tests),
+                solution=prompt + record["canonical_solution"],
+                entry_point=record["entry_point"],
+                prelude=prompt,
+                test_setup=setup,
+                source="humaneval",
+            )
+        )
     return tuple(problems)
 
 
@@ -172,15 +185,21 @@ def read_records(path: str | Path) -> Iterable[tuple[int, dict[str, Any]]]:
     """
     path = Path(path)
     if not path.is_file():
-        raise DatasetError(f"dataset file {str(path)!r} does not exist: pass the path of a .jsonl or .json file")
+        raise DatasetError(
+            f"dataset file {str(path)!r} does not exist: pass the path of a .jsonl or .json file"
+        )
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
         try:
             items = json.loads(text)
         except json.JSONDecodeError as err:
-            raise DatasetError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}): fix or re-export it") from err
+            raise DatasetError(
+                f"{path}: not valid JSON ({err.msg} at line {err.lineno}): fix or re-export it"
+            ) from err
         if not isinstance(items, list):
-            raise DatasetError(f"{path}: a .json dataset must hold a list of objects, got {type(items).__name__}")
+            raise DatasetError(
+                f"{path}: a .json dataset must hold a list of objects, got {type(items).__name__}"
+            )
         numbered: Iterable[tuple[int, Any]] = enumerate(items, 1)
     else:
         numbered = ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
@@ -189,8 +208,9 @@ def read_records(path: str | Path) -> Iterable[tuple[int, dict[str, Any]]]:
             try:
                 item = json.loads(item)
             except json.JSONDecodeError as err:
-                raise DatasetError(f"{path}, line {number}: not valid JSON ({err.msg}): "
-                                   "write one JSON object per line") from err
+                raise DatasetError(
+                    f"{path}, line {number}: not valid JSON ({err.msg}): write one JSON object per line"
+                ) from err
         if not isinstance(item, dict):
             raise DatasetError(f"{path}, record {number}: expected a JSON object, got {type(item).__name__}")
         yield number, item
@@ -208,6 +228,7 @@ def problem_from_record(record: Mapping[str, Any], where: str, *, source: str) -
     Raises:
         DatasetError: naming the field that is missing or malformed and how to fix it.
     """
+
     def fail(field: str, expected: str) -> DatasetError:
         return DatasetError(f"{where}: field {field!r} {expected}")
 
@@ -224,10 +245,16 @@ def problem_from_record(record: Mapping[str, Any], where: str, *, source: str) -
         raise fail("tests", 'must be a non-empty list of {"input": str, "output": str}')
     entry_point = record.get("entry_point") or ""
     if not isinstance(entry_point, str) or (entry_point and not entry_point.isidentifier()):
-        raise fail("entry_point", f"is {entry_point!r}: expected a Python function name, or leave it out (stdio)")
+        raise fail(
+            "entry_point", f"is {entry_point!r}: expected a Python function name, or leave it out (stdio)"
+        )
     tests = []
     for i, test in enumerate(raw_tests):
-        if not (isinstance(test, dict) and isinstance(test.get("input"), str) and isinstance(test.get("output"), str)):
+        if not (
+            isinstance(test, dict)
+            and isinstance(test.get("input"), str)
+            and isinstance(test.get("output"), str)
+        ):
             raise fail(f"tests[{i}]", f'is {str(test)[:60]!r}: expected {{"input": str, "output": str}}')
         if entry_point:
             tests.append(call_test(entry_point, test["input"], test["output"]))
@@ -239,8 +266,16 @@ def problem_from_record(record: Mapping[str, Any], where: str, *, source: str) -
     prelude = record.get("prelude") or ""
     if not isinstance(prelude, str):
         raise fail("prelude", "must be a string of Python code, or be left out")
-    return Problem(task_id=str(task_id), question=record["question"], style="call" if entry_point else "stdio",
-                   tests=tuple(tests), solution=solution, entry_point=entry_point, prelude=prelude, source=source)
+    return Problem(
+        task_id=str(task_id),
+        question=record["question"],
+        style="call" if entry_point else "stdio",
+        tests=tuple(tests),
+        solution=solution,
+        entry_point=entry_point,
+        prelude=prelude,
+        source=source,
+    )
 
 
 def load_jsonl(path: str | Path, *, source: str = "jsonl") -> list[Problem]:
@@ -254,8 +289,10 @@ def load_jsonl(path: str | Path, *, source: str = "jsonl") -> list[Problem]:
     for number, record in read_records(path):
         problem = problem_from_record(record, f"{path}, line {number}", source=source)
         if problem.task_id in seen:
-            raise DatasetError(f"{path}, line {number}: task_id {problem.task_id!r} already used on line "
-                               f"{seen[problem.task_id]}: task ids must be unique")
+            raise DatasetError(
+                f"{path}, line {number}: task_id {problem.task_id!r} already used on line "
+                f"{seen[problem.task_id]}: task ids must be unique"
+            )
         seen[problem.task_id] = number
         problems.append(problem)
     if not problems:

@@ -84,7 +84,13 @@ from teamgym.envs.coder_tester.data import Problem, TestCase
 from teamgym.envs.coder_tester.execution import Verdict, execute, first_infra_error
 from teamgym.envs.coder_tester.mutants import candidate_mutants
 from teamgym.envs.coder_tester.parsing import parse_code, parse_tests
-from teamgym.envs.coder_tester.rewards import cure_test_rewards, pass_rate, precision, suite_kill_rate, validity
+from teamgym.envs.coder_tester.rewards import (
+    cure_test_rewards,
+    pass_rate,
+    precision,
+    suite_kill_rate,
+    validity,
+)
 from teamgym.errors import InvalidArgumentError
 
 __all__ = ["CoderTesterEnv", "EpisodeState", "Attempt"]
@@ -139,15 +145,20 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
     ):
         if turn_order not in TURN_ORDERS:
             raise InvalidArgumentError(f"turn_order={turn_order!r}: expected one of {sorted(TURN_ORDERS)}")
-        for name, value, low in (("feedback_chars", feedback_chars, 100), ("num_mutants", num_mutants, 0),
-                                 ("max_tests", max_tests, 1)):
+        for name, value, low in (
+            ("feedback_chars", feedback_chars, 100),
+            ("num_mutants", num_mutants, 0),
+            ("max_tests", max_tests, 1),
+        ):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise InvalidArgumentError(f"{name}={value!r}: expected an int >= {low}")
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
             raise InvalidArgumentError(f"limit={limit!r}: expected None (all problems) or an int >= 1")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
             raise InvalidArgumentError(f"timeout={timeout!r}: expected seconds per test in (0, 60], e.g. 1.0")
-        super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, agents=TURN_ORDERS[turn_order])
+        super().__init__(
+            max_turns=max_turns, alpha=alpha, render_mode=render_mode, agents=TURN_ORDERS[turn_order]
+        )
         self.problems = load_problems(dataset, dataset_format=dataset_format, split=split, limit=limit)
         self._by_id = {p.task_id: p for p in self.problems}
         self._ids = tuple(self._by_id)
@@ -196,8 +207,11 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         if infra:
             self._mutant_infra = infra
             return ()
-        kept = tuple(code for code, row in zip(candidates, matrix)
-                     if not all(v.passed for v in row) and not any(v.status == "timeout" for v in row))
+        kept = tuple(
+            code
+            for code, row in zip(candidates, matrix)
+            if not all(v.passed for v in row) and not any(v.status == "timeout" for v in row)
+        )
         self._mutant_cache[problem.task_id] = kept[: self.num_mutants]
         return self._mutant_cache[problem.task_id]
 
@@ -210,11 +224,23 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
     def _user_prompt(self, agent: str) -> str:
         state = self.state
         if agent == "coder":
-            return prompts.coder_user(self.task, code=state.code, tests=state.tests, verdicts=state.verdicts,
-                                      feedback_chars=self.feedback_chars, turn=self.turn)
-        return prompts.tester_user(self.task, code=state.code, show_code=self.tester_sees_code, tests=state.tests,
-                                   verdicts=state.verdicts, feedback_chars=self.feedback_chars,
-                                   max_tests=self.max_tests)
+            return prompts.coder_user(
+                self.task,
+                code=state.code,
+                tests=state.tests,
+                verdicts=state.verdicts,
+                feedback_chars=self.feedback_chars,
+                turn=self.turn,
+            )
+        return prompts.tester_user(
+            self.task,
+            code=state.code,
+            show_code=self.tester_sees_code,
+            tests=state.tests,
+            verdicts=state.verdicts,
+            feedback_chars=self.feedback_chars,
+            max_tests=self.max_tests,
+        )
 
     # ------------------------------------------------------------------ steps
     def _apply_action(self, agent: str, action: str) -> Outcome:
@@ -223,7 +249,8 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         state = self.state
         if ends_turn and not outcome.infra_error:
             state.passed_tests = bool(state.code and state.tests and state.verdicts) and all(
-                v.passed for v in state.verdicts)
+                v.passed for v in state.verdicts
+            )
             if state.passed_tests:
                 return Outcome(outcome.terms, terminated=True, info=outcome.info)
         return outcome
@@ -235,25 +262,41 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         if parsed.problem:
             state.code, state.team, state.verdicts = "", 0.0, []
             terms = reward_terms(team=0.0, pass_rate=0.0, format=-1.0)
-            info = {"gt_verdicts": [False] * len(problem.tests), "test_verdicts": [], "pass_rate_delta": -before,
-                    "code_problem": parsed.problem}
+            info = {
+                "gt_verdicts": [False] * len(problem.tests),
+                "test_verdicts": [],
+                "pass_rate_delta": -before,
+                "code_problem": parsed.problem,
+            }
             return Outcome({"coder": terms}, info={"coder": info})
         num_gt = len(problem.tests)
         matrix = execute(problem, [parsed.code], [*problem.tests, *state.tests], timeout=self.timeout)
         infra = first_infra_error(matrix)
         if infra:
-            return Outcome({"coder": reward_terms(team=0.0, pass_rate=0.0, format=0.0)},
-                           info={"coder": {"code_problem": "infra_error"}}, infra_error=infra)
+            return Outcome(
+                {"coder": reward_terms(team=0.0, pass_rate=0.0, format=0.0)},
+                info={"coder": {"code_problem": "infra_error"}},
+                infra_error=infra,
+            )
         row = matrix[0]
         gt, generated = row[:num_gt], row[num_gt:]
         state.code, state.team, state.verdicts = parsed.code, pass_rate([v.passed for v in gt]), generated
         if all(a.code != parsed.code for a in state.attempts):
-            state.attempts.append(Attempt(parsed.code, correct=all(v.passed for v in gt),
-                                          scored=not any(v.status == "timeout" for v in gt)))
+            state.attempts.append(
+                Attempt(
+                    parsed.code,
+                    correct=all(v.passed for v in gt),
+                    scored=not any(v.status == "timeout" for v in gt),
+                )
+            )
         counted = [v.passed for v, ok in zip(generated, state.test_valid) if ok is not False]
         terms = reward_terms(team=state.team, pass_rate=pass_rate(counted), format=0.0)
-        info = {"gt_verdicts": [v.passed for v in gt], "test_verdicts": [v.passed for v in generated],
-                "pass_rate_delta": state.team - before, "code_problem": ""}
+        info = {
+            "gt_verdicts": [v.passed for v in gt],
+            "test_verdicts": [v.passed for v in generated],
+            "pass_rate_delta": state.team - before,
+            "code_problem": "",
+        }
         return Outcome({"coder": terms}, info={"coder": info})
 
     def _programs(self) -> tuple[list[str], list[bool], int]:
@@ -280,19 +323,28 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
     def _tester_step(self, action: str) -> Outcome:
         problem, state = self.task, self.state
         parsed = parse_tests(action, style=problem.style, max_tests=self.max_tests)
-        base = {"num_tests": len(parsed.tests), "skipped_tests": parsed.skipped, "tests_problem": parsed.problem}
+        base = {
+            "num_tests": len(parsed.tests),
+            "skipped_tests": parsed.skipped,
+            "tests_problem": parsed.problem,
+        }
         if parsed.problem:
             state.tests, state.test_valid, state.verdicts = (), [], []
             terms = reward_terms(team=state.team, discrimination=0.0, validity=0.0, format=-1.0)
-            return Outcome({"tester": terms}, info={"tester": {**base, "test_valid": [], "test_rewards": [],
-                                                               "code_verdicts": []}})
+            return Outcome(
+                {"tester": terms},
+                info={"tester": {**base, "test_valid": [], "test_rewards": [], "code_verdicts": []}},
+            )
         programs, correct, skip = self._programs()
         matrix = execute(problem, programs, parsed.tests, timeout=self.timeout)
         infra = first_infra_error(matrix) or self._mutant_infra
         if infra:
             self._mutant_infra = ""
-            return Outcome({"tester": reward_terms(team=state.team, discrimination=0.0, validity=0.0, format=0.0)},
-                           info={"tester": base}, infra_error=infra)
+            return Outcome(
+                {"tester": reward_terms(team=state.team, discrimination=0.0, validity=0.0, format=0.0)},
+                info={"tester": base},
+                infra_error=infra,
+            )
         passes = [[v.passed for v in row] for row in matrix[skip:]]
         flags = correct[skip:]
         test_rewards = cure_test_rewards(passes, flags)
@@ -300,12 +352,22 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         invalid_share = sum(v is False for v in valid) / len(valid)
         state.tests, state.test_valid = parsed.tests, valid
         state.verdicts = list(matrix[0]) if state.code else []
-        terms = reward_terms(team=state.team, discrimination=sum(test_rewards) / len(test_rewards),
-                             validity=-invalid_share, format=0.0)
-        info = {**base, "test_valid": valid, "test_rewards": test_rewards,
-                "kill_rate": suite_kill_rate(passes, flags, valid), **precision(passes, flags, valid),
-                "code_verdicts": [v.passed for v in state.verdicts],
-                "num_correct_programs": sum(flags), "num_wrong_programs": len(flags) - sum(flags)}
+        terms = reward_terms(
+            team=state.team,
+            discrimination=sum(test_rewards) / len(test_rewards),
+            validity=-invalid_share,
+            format=0.0,
+        )
+        info = {
+            **base,
+            "test_valid": valid,
+            "test_rewards": test_rewards,
+            "kill_rate": suite_kill_rate(passes, flags, valid),
+            **precision(passes, flags, valid),
+            "code_verdicts": [v.passed for v in state.verdicts],
+            "num_correct_programs": sum(flags),
+            "num_wrong_programs": len(flags) - sum(flags),
+        }
         return Outcome({"tester": terms}, info={"tester": info})
 
     # ------------------------------------------------------------------ episode summary, policies
@@ -313,11 +375,20 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         return self.state.team == 1.0
 
     def _episode_extras(self) -> dict[str, object]:
-        return {"final_pass_rate": self.state.team, "passed_generated_tests": self.state.passed_tests,
-                "num_attempts": len(self.state.attempts)}
+        return {
+            "final_pass_rate": self.state.team,
+            "passed_generated_tests": self.state.passed_tests,
+            "num_attempts": len(self.state.attempts),
+        }
 
     def _scripted_policies(self) -> dict[str, dict[str, Callable[[], Policy]]]:
         return {
-            "coder": {"oracle": lambda: policies.oracle_coder(self), "buggy": lambda: policies.buggy_coder(self)},
-            "tester": {"oracle": lambda: policies.oracle_tester(self), "lazy": lambda: policies.lazy_tester(self)},
+            "coder": {
+                "oracle": lambda: policies.oracle_coder(self),
+                "buggy": lambda: policies.buggy_coder(self),
+            },
+            "tester": {
+                "oracle": lambda: policies.oracle_tester(self),
+                "lazy": lambda: policies.lazy_tester(self),
+            },
         }

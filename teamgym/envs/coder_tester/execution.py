@@ -18,8 +18,10 @@ __all__ = ["Verdict", "execute", "first_infra_error"]
 
 # An interval timer around the top level only: the harness then sets its own per test. A program may cancel it,
 # which only costs it time. A handler is needed: the job is PID 1 of its namespace, where default actions are void.
-_GUARD_ON = ('__import__("signal").signal(__import__("signal").SIGALRM, __import__("signal").default_int_handler); '
-             '__import__("signal").setitimer(__import__("signal").ITIMER_REAL, {timeout})\n')
+_GUARD_ON = (
+    '__import__("signal").signal(__import__("signal").SIGALRM, __import__("signal").default_int_handler); '
+    '__import__("signal").setitimer(__import__("signal").ITIMER_REAL, {timeout})\n'
+)
 _GUARD_OFF = '\n__import__("signal").setitimer(__import__("signal").ITIMER_REAL, 0)\n'
 
 
@@ -35,8 +37,14 @@ class Verdict:
     infra_error: str = ""
 
 
-def execute(problem: Problem, programs: Sequence[str], tests: Sequence[TestCase], *, timeout: float,
-            memory_mb: int = 512) -> list[list[Verdict]]:
+def execute(
+    problem: Problem,
+    programs: Sequence[str],
+    tests: Sequence[TestCase],
+    *,
+    timeout: float,
+    memory_mb: int = 512,
+) -> list[list[Verdict]]:
     """The ``programs x tests`` verdicts for ``problem``, in one sandbox call (``[program][test]``).
 
     ``programs`` are the agents' code (or the golden/mutant programs): the problem's prelude is added here.
@@ -44,15 +52,28 @@ def execute(problem: Problem, programs: Sequence[str], tests: Sequence[TestCase]
     if not programs or not tests:
         return [[] for _ in programs]
     if problem.style == "stdio":
-        raw = sandbox.run_matrix(list(programs), [(t.input, t.output) for t in tests], kind="stdio",
-                                 timeout=timeout, memory_mb=memory_mb)
+        raw = sandbox.run_matrix(
+            list(programs),
+            [(t.input, t.output) for t in tests],
+            kind="stdio",
+            timeout=timeout,
+            memory_mb=memory_mb,
+        )
     else:
         guarded = [_GUARD_ON.format(timeout=timeout) + problem.program(p) + _GUARD_OFF for p in programs]
-        raw = sandbox.run_matrix(guarded, [t.input for t in tests], kind="assert",
-                                 entry_point=_bindable(problem.entry_point), setup=problem.test_setup,
-                                 timeout=timeout, memory_mb=memory_mb)
-    return [[Verdict(v.passed, v.status, v.expected, v.actual, v.error or "", v.infra_error or "") for v in row]
-            for row in raw]
+        raw = sandbox.run_matrix(
+            guarded,
+            [t.input for t in tests],
+            kind="assert",
+            entry_point=_bindable(problem.entry_point),
+            setup=problem.test_setup,
+            timeout=timeout,
+            memory_mb=memory_mb,
+        )
+    return [
+        [Verdict(v.passed, v.status, v.expected, v.actual, v.error or "", v.infra_error or "") for v in row]
+        for row in raw
+    ]
 
 
 def _bindable(entry_point: str) -> str | None:

@@ -24,16 +24,36 @@ from collections.abc import Iterator
 __all__ = ["candidate_mutants", "mutation_sites"]
 
 _COMPARE_SWAPS: dict[type, type] = {
-    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
-    ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
 }
 _BINOP_SWAPS: dict[type, type] = {
-    ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.Div: ast.Mult, ast.FloorDiv: ast.Mult,
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Add,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Mult,
     ast.Mod: ast.FloorDiv,
 }
 _BOOL_SWAPS: dict[type, type] = {ast.And: ast.Or, ast.Or: ast.And}
-_NAME_SWAPS = {"min": "max", "max": "min", "any": "all", "all": "any", "sum": "len", "len": "sum", "sorted": "list",
-               "set": "list"}
+_NAME_SWAPS = {
+    "min": "max",
+    "max": "min",
+    "any": "all",
+    "all": "any",
+    "sum": "len",
+    "len": "sum",
+    "sorted": "list",
+    "set": "list",
+}
 _ATTRIBUTE_SWAPS = {"upper": "lower", "lower": "upper", "startswith": "endswith", "endswith": "startswith"}
 
 
@@ -65,12 +85,16 @@ def mutation_sites(tree: ast.AST) -> list[tuple[int, str]]:
             sites.append((index, "name"))
         elif isinstance(node, ast.Attribute) and node.attr in _ATTRIBUTE_SWAPS:
             sites.append((index, "attribute"))
-        elif isinstance(node, ast.Call) and len(node.args) >= 2 and not any(
-            isinstance(a, ast.Starred) for a in node.args[:2]
+        elif (
+            isinstance(node, ast.Call)
+            and len(node.args) >= 2
+            and not any(isinstance(a, ast.Starred) for a in node.args[:2])
         ):
             sites.append((index, "swap_args"))
-        elif isinstance(node, ast.Return) and node.value is not None and not (
-            isinstance(node.value, ast.Constant) and node.value.value is None
+        elif (
+            isinstance(node, ast.Return)
+            and node.value is not None
+            and not (isinstance(node.value, ast.Constant) and node.value.value is None)
         ):
             sites.append((index, "return"))
     return sites

@@ -143,7 +143,11 @@ def _json_tests(code: str) -> ParsedTests:
     tests: list[TestCase] = []
     skipped = 0
     for item in items:
-        if isinstance(item, dict) and isinstance(item.get("input"), str) and isinstance(item.get("output"), str):
+        if (
+            isinstance(item, dict)
+            and isinstance(item.get("input"), str)
+            and isinstance(item.get("output"), str)
+        ):
             tests.append(TestCase(input=item["input"], output=item["output"], shown=item["input"]))
         else:
             skipped += 1

@@ -34,6 +34,7 @@ def _python(code: str) -> str:
 
 def oracle_coder(env: CoderTesterEnv) -> Policy:
     """Writes the problem's golden solution."""
+
     def policy(observation: Mapping[str, Any]) -> str:
         return "Here is the solution.\n" + _python(env.task.solution or "pass")
 
@@ -42,11 +43,16 @@ def oracle_coder(env: CoderTesterEnv) -> Policy:
 
 def buggy_coder(env: CoderTesterEnv) -> Policy:
     """Writes mutant ``turn % len(mutants)`` of the golden solution (every one fails a ground-truth test)."""
+
     def policy(observation: Mapping[str, Any]) -> str:
         mutants = env.mutants(env.task)
         if mutants:
             return _python(mutants[env.turn % len(mutants)])
-        stub = f"def {env.task.entry_point}(*args, **kwargs):\n    return None" if env.task.entry_point else "pass"
+        stub = (
+            f"def {env.task.entry_point}(*args, **kwargs):\n    return None"
+            if env.task.entry_point
+            else "pass"
+        )
         return _python(stub)
 
     return policy
@@ -57,7 +63,9 @@ class _Rename(ast.NodeTransformer):
         self.name = name
 
     def visit_Name(self, node: ast.Name) -> ast.Name:
-        return ast.copy_location(ast.Name(id=self.name, ctx=node.ctx), node) if node.id == "candidate" else node
+        return (
+            ast.copy_location(ast.Name(id=self.name, ctx=node.ctx), node) if node.id == "candidate" else node
+        )
 
 
 def ground_truth_asserts(env: CoderTesterEnv) -> str:
@@ -75,12 +83,15 @@ def ground_truth_asserts(env: CoderTesterEnv) -> str:
             lines.append(ast.unparse(tree))
         else:  # a loop of asserts: one test as a helper function
             body = "\n".join("    " + line for line in ast.unparse(tree).splitlines())
-            lines.append(f"def _ground_truth_{index}():\n{body}\n    return True\nassert _ground_truth_{index}()")
+            lines.append(
+                f"def _ground_truth_{index}():\n{body}\n    return True\nassert _ground_truth_{index}()"
+            )
     return "\n".join(lines)
 
 
 def oracle_tester(env: CoderTesterEnv) -> Policy:
     """Writes the ground-truth tests (the first ``max_tests``)."""
+
     def policy(observation: Mapping[str, Any]) -> str:
         problem = env.task
         if problem.style == "call":
@@ -93,6 +104,7 @@ def oracle_tester(env: CoderTesterEnv) -> Policy:
 
 def lazy_tester(env: CoderTesterEnv) -> Policy:
     """Writes one test that tells nothing apart."""
+
     def policy(observation: Mapping[str, Any]) -> str:
         problem = env.task
         if problem.style == "call":

@@ -26,8 +26,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["pass_rate", "correct_programs", "validity", "cure_test_rewards", "cure_test_rewards_reference",
-           "precision", "suite_kill_rate"]
+__all__ = [
+    "pass_rate",
+    "correct_programs",
+    "validity",
+    "cure_test_rewards",
+    "cure_test_rewards_reference",
+    "precision",
+    "suite_kill_rate",
+]
 
 Matrix = Sequence[Sequence[bool]]
 
@@ -114,7 +121,9 @@ def suite_kill_rate(matrix: Matrix, correct: Sequence[bool], valid: Sequence[boo
     return float((~wrong_rows[:, keep]).any(axis=1).mean())
 
 
-def precision(matrix: Matrix, correct: Sequence[bool], valid: Sequence[bool | None]) -> dict[str, float | None]:
+def precision(
+    matrix: Matrix, correct: Sequence[bool], valid: Sequence[bool | None]
+) -> dict[str, float | None]:
     """CURE's diagnostics: ``p_01`` = P(wrong program passes a right test), ``p_00`` = P(it passes a wrong test).
 
     Each is ``None`` when there is no (wrong program, test of that kind) pair.

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from teamgym.envs.coder_tester.adapters import guess_format, load_problems
-from teamgym.envs.coder_tester.data import load_bundled_stdio, load_humaneval, load_jsonl, split_check_function
+from teamgym.envs.coder_tester.data import (
+    load_bundled_stdio,
+    load_humaneval,
+    load_jsonl,
+    split_check_function,
+)
 from teamgym.errors import DatasetError, DependencyNotInstalled, InvalidArgumentError
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -24,8 +29,10 @@ def test_humaneval_has_164_problems_split_per_assert():
 
 
 def test_split_check_keeps_setup_and_drops_constant_asserts():
-    source = "X = 1\n\ndef check(candidate):\n    import math\n    assert True\n    assert candidate(1) == X\n" \
-             "    for i in range(2):\n        assert candidate(i) == i\n"
+    source = (
+        "X = 1\n\ndef check(candidate):\n    import math\n    assert True\n    assert candidate(1) == X\n"
+        "    for i in range(2):\n        assert candidate(i) == i\n"
+    )
     setup, tests = split_check_function(source, "f")
     assert "X = 1" in setup and "import math" in setup
     assert [t.shown.splitlines()[0] for t in tests] == ["assert candidate(1) == X", "for i in range(2):"]
@@ -52,7 +59,10 @@ def test_contract_loader_reads_stdio_and_call_records():
         ({"task_id": "a", "tests": [{"input": "", "output": ""}]}, "question"),
         ({"task_id": "a", "question": "q", "tests": []}, "tests"),
         ({"task_id": "a", "question": "q", "tests": [{"input": 1, "output": ""}]}, "tests[0]"),
-        ({"task_id": "a", "question": "q", "tests": [{"input": "", "output": ""}], "entry_point": "1x"}, "entry_point"),
+        (
+            {"task_id": "a", "question": "q", "tests": [{"input": "", "output": ""}], "entry_point": "1x"},
+            "entry_point",
+        ),
     ],
 )
 def test_contract_errors_name_file_line_and_field(tmp_path, line, field):

@@ -5,7 +5,7 @@ import ast
 from teamgym.envs.coder_tester.data import load_humaneval
 from teamgym.envs.coder_tester.mutants import candidate_mutants, mutation_sites
 
-SOLUTION = '''
+SOLUTION = """
 def helper(x):
     return x + 1
 
@@ -17,7 +17,7 @@ def f(xs, k):
     while total > 100:
         total -= 1
     return max(total, 0)
-'''
+"""
 
 
 def test_mutants_are_deterministic_distinct_and_parse():
@@ -32,7 +32,7 @@ def test_mutants_are_deterministic_distinct_and_parse():
 def test_only_the_entry_point_outside_while_loops_is_mutated():
     original = ast.unparse(ast.parse(SOLUTION))
     helper = original.split("def f")[0]
-    loop = original[original.index("while"):original.index("return max")]
+    loop = original[original.index("while") : original.index("return max")]
     for mutant in candidate_mutants(SOLUTION, entry_point="f", limit=50):
         assert mutant.startswith(helper)
         assert loop in mutant
@@ -41,7 +41,9 @@ def test_only_the_entry_point_outside_while_loops_is_mutated():
 def test_every_humaneval_solution_has_mutation_sites():
     for problem in load_humaneval():
         tree = ast.parse(problem.solution)
-        target = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == problem.entry_point][-1]
+        target = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == problem.entry_point][
+            -1
+        ]
         assert mutation_sites(target), problem.task_id
 
 

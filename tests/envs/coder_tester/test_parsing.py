@@ -15,8 +15,10 @@ def test_coder_uses_the_last_python_block():
 
 
 def test_tester_asserts_each_top_level_assert_is_a_test_with_the_setup_before_it():
-    text = "```python\nimport math\nassert f(1) == 2\nX = 3\nassert f(X) == 6\nfor i in range(3):\n" \
-           "    assert f(i) == 2 * i\n```"
+    text = (
+        "```python\nimport math\nassert f(1) == 2\nX = 3\nassert f(X) == 6\nfor i in range(3):\n"
+        "    assert f(i) == 2 * i\n```"
+    )
     parsed = parse_tests(text, style="call", max_tests=20)
     assert [t.shown for t in parsed.tests] == ["assert f(1) == 2", "assert f(X) == 6"]
     assert parsed.tests[0].input == "import math\nassert f(1) == 2\n"
@@ -39,7 +41,9 @@ def test_tester_stdio_json_and_input_output_blocks():
     assert [(t.input, t.output) for t in parsed.tests] == [("1\n", "2\n")] and parsed.skipped == 2
     pairs = "```input\n1 2\n```\n```output\n3\n```\n```input\n5 5\n```\n```output\n10\n```"
     assert [(t.input, t.output) for t in parse_tests(pairs, style="stdio", max_tests=20).tests] == [
-        ("1 2\n", "3\n"), ("5 5\n", "10\n")]
+        ("1 2\n", "3\n"),
+        ("5 5\n", "10\n"),
+    ]
     assert parse_tests("```json\n{not json\n```", style="stdio", max_tests=20).problem == "no_tests"
     assert parse_tests("nothing", style="stdio", max_tests=20).problem == "no_test_block"
 

@@ -35,9 +35,7 @@ def test_fast_cure_rewards_equal_the_reference(case):
 
 def test_cure_rewards_by_hand():
     # programs: golden (correct), two mutants (wrong). Tests: catches both, catches one, trivial, wrong.
-    matrix = [[True, True, True, False],
-              [False, True, True, True],
-              [False, False, True, False]]
+    matrix = [[True, True, True, False], [False, True, True, True], [False, False, True, False]]
     correct = [True, False, False]
     assert cure_test_rewards(matrix, correct) == [1.0, 0.5, 0.0, -0.5]
     assert validity(matrix, correct) == [True, True, True, False]
