@@ -1,4 +1,4 @@
-"""Throughput of ``coder_tester-v0`` with scripted policies: episodes/s, agent-turns/s, share of time in the sandbox.
+"""Throughput of ``coder_tester-v0`` with scripted policies: episodes/s, agent-turns/s, sandbox time share.
 
     python benchmarks/env_throughput.py               # all 164 HumanEval problems (a couple of minutes)
     python benchmarks/env_throughput.py --problems 20 # a quick look

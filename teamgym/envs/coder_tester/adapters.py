@@ -1,4 +1,4 @@
-"""Readers for public code datasets: CodeContests, APPS, LiveCodeBench and CURE, from local files or the HF hub.
+"""Readers for CodeContests, APPS, LiveCodeBench and CURE data, from local files or the HF hub.
 
 ``load_problems(dataset, ...)`` is what the env calls. ``dataset`` is one of:
 
@@ -137,7 +137,7 @@ def _text(value: Any) -> str:
 
 
 class _StringsOnly(pickle.Unpickler):
-    """Unpickles plain data only: LiveCodeBench's private tests are a pickled JSON string; nothing else may load."""
+    """Unpickles plain data only (LiveCodeBench's private tests are a pickled JSON string)."""
 
     def find_class(self, module: str, name: str) -> Any:
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}: only plain data is accepted")

@@ -1,4 +1,4 @@
-"""Coding problems for ``coder_tester-v0``: the :class:`Problem` record, the bundled data and the JSONL contract.
+"""Coding problems for ``coder_tester-v0``: the :class:`Problem` record, bundled data, the JSONL contract.
 
 Two problem styles:
 
@@ -111,7 +111,7 @@ class Problem:
 
 # ---------------------------------------------------------------------- HumanEval
 def split_check_function(test_source: str, entry_point: str) -> tuple[str, list[TestCase]]:
-    """Split HumanEval's ``check(candidate)`` into ``(setup, tests)``: one test per top-level statement with an assert.
+    """Split HumanEval's ``check(candidate)`` into ``(setup, tests)``: a test per statement holding an assert.
 
     ``setup`` holds the module-level code of ``test_source`` and the statements of ``check`` that hold no assert
     (imports, setup variables), in their original order; the sandbox runs it once after the program, with

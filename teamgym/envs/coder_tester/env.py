@@ -1,4 +1,4 @@
-"""``coder_tester-v0``: a coder writes a solution, a tester writes unit tests, each improves from the other's work.
+"""``coder_tester-v0``: a coder writes a solution, a tester writes unit tests, each learns from the other's.
 
 >>> import teamgym
 >>> env = teamgym.make("coder_tester-v0")
@@ -6,24 +6,26 @@
 >>> env.agent_selection
 'coder'
 
-Anchors: AT-GRPO's code env (Stronger-MAS, arXiv 2510.11062; pettingllms-ai/PettingLLMs), whose turn structure this
-follows, and CURE (arXiv 2506.03136), whose execution-matrix rewards score the tester. Unlike AT-GRPO's env, the
-tester is judged against the golden solution (tests must be *right*) and against wrong programs made by the env
-(tests must *discriminate*), so neither vacuous nor wrong tests pay.
+Anchors: AT-GRPO's code env (Stronger-MAS, arXiv 2510.11062; pettingllms-ai/PettingLLMs), whose turn structure
+this follows, and CURE (arXiv 2506.03136), whose execution-matrix rewards score the tester. Unlike AT-GRPO's
+env, the tester is judged against the golden solution (tests must be *right*) and against wrong programs made
+by the env (tests must *discriminate*), so neither vacuous nor wrong tests pay.
 
-**Agents** ``coder`` and ``tester``, one problem per episode. Turn 0: the coder writes a solution, the tester writes
-unit tests. Later turns: each sees the execution feedback (which of the tester's latest tests the current code fails,
-with input / expected / actual, clipped to ``feedback_chars``) and revises. Default order (AT-GRPO): coder, then
-tester, who sees the coder's current code. The episode **terminates** at the end of a turn in which the current code
-passes every test of the tester's latest suite, provided that suite has at least one test (no test written is never
-"all passed"); otherwise it is truncated after ``max_turns``.
+**Agents** ``coder`` and ``tester``, one problem per episode. Turn 0: the coder writes a solution, the tester
+writes unit tests. Later turns: each sees the execution feedback (which of the tester's latest tests the
+current code fails, with input / expected / actual, clipped to ``feedback_chars``) and revises. Default order
+(AT-GRPO): coder, then tester, who sees the coder's current code. The episode **terminates** at the end of a
+turn in which the current code passes every test of the tester's latest suite, provided that suite has at
+least one test (no test written is never "all passed"); otherwise it is truncated after ``max_turns``.
 
-**Spaces**: observations ``Dict(prompt: TextSpace, turn: Discrete(max_turns + 1))``; actions: the raw completion.
-Action formats (details in :mod:`~teamgym.envs.coder_tester.parsing`): the coder's program is its *last* ``python``
-block; the tester's tests are, for function problems, the top-level ``assert`` statements of its *last* ``python``
-block, for stdin/stdout problems the *last* ``json`` block (a list of ``{"input", "output"}``). At most ``max_tests``.
+**Spaces**: observations ``Dict(prompt: TextSpace, turn: Discrete(max_turns + 1))``; actions: the raw
+completion. Action formats (details in :mod:`~teamgym.envs.coder_tester.parsing`): the coder's program is its
+*last* ``python`` block; the tester's tests are, for function problems, the top-level ``assert`` statements of
+its *last* ``python`` block, for stdin/stdout problems the *last* ``json`` block (a list of ``{"input",
+"output"}``). At most ``max_tests``.
 
-**Rewards** (per agent-turn; ``reward = alpha * team + local``, ``local`` = the sum of the agent's other terms):
+**Rewards** (per agent-turn; ``reward = alpha * team + local``, ``local`` = the sum of the agent's other
+terms):
 
 =================  ======  ==========  ======  ==============================================================
 term               agent   range       weight  meaning
@@ -43,30 +45,30 @@ term               agent   range       weight  meaning
 =================  ======  ==========  ======  ==============================================================
 
 Programs in the tester's matrix: correct ones (the golden solution, coder attempts passing every ground-truth
-test) and wrong ones (``num_mutants`` deterministic mutants of the golden solution, each failing some ground-truth
-test; every earlier failing coder attempt; attempts that time out on a ground-truth test are left out as they would
-reward any test). Trivial tests (``assert True``) pass everything: no discrimination. Tests that every program fails
-are invalid. A tester cannot see or import the golden solution (it is in no prompt, and golden and mutants are
-formatted alike, so source inspection does not tell them apart).
+test) and wrong ones (``num_mutants`` deterministic mutants of the golden solution, each failing some
+ground-truth test; every earlier failing coder attempt; attempts that time out on a ground-truth test are left
+out as they would reward any test). Trivial tests (``assert True``) pass everything: no discrimination. Tests
+that every program fails are invalid. A tester cannot see or import the golden solution (it is in no prompt,
+and golden and mutants are formatted alike, so source inspection does not tell them apart).
 
-**Bad input** never raises. No code block / unparseable code: coder ``format`` -1 and no code. Several blocks: the
-last one. Code that never halts: each test times out after ``timeout`` s (fails). Huge outputs: capped by the
-sandbox, the test fails. Tests that do not parse: skipped (salvaged line by line when the block as a whole does not
-parse); none left: tester ``format`` -1. Prompt injection: agents only see each other's extracted code or tests.
-Sandbox failures: ``infos[agent]["infra_error"]`` is set, the acting agent's terms are all 0 and the action is not
-adopted (drop the sample).
+**Bad input** never raises. No code block / unparseable code: coder ``format`` -1 and no code. Several blocks:
+the last one. Code that never halts: each test times out after ``timeout`` s (fails). Huge outputs: capped by
+the sandbox, the test fails. Tests that do not parse: skipped (salvaged line by line when the block as a whole
+does not parse); none left: tester ``format`` -1. Prompt injection: agents only see each other's extracted
+code or tests. Sandbox failures: ``infos[agent]["infra_error"]`` is set, the acting agent's terms are all 0
+and the action is not adopted (drop the sample).
 
 **Process signals** (``infos[agent]``): coder: ``gt_verdicts`` (per ground-truth test), ``test_verdicts`` (per
 tester test), ``pass_rate_delta`` (change of the ground-truth pass rate this step), ``code_problem``; tester:
-``test_valid`` (per test; ``None`` = unjudgeable), ``test_rewards`` (CURE, per test), ``kill_rate`` (share of wrong
-programs failing a valid test), ``p_01``/``p_00`` (CURE's precision diagnostics), ``num_tests``, ``skipped_tests``,
-``code_verdicts``, ``tests_problem``.
+``test_valid`` (per test; ``None`` = unjudgeable), ``test_rewards`` (CURE, per test), ``kill_rate`` (share of
+wrong programs failing a valid test), ``p_01``/``p_00`` (CURE's precision diagnostics), ``num_tests``,
+``skipped_tests``, ``code_verdicts``, ``tests_problem``.
 
 **Options**: ``dataset`` (``"humaneval"``, ``"stdio"``, ``"all"``, a file or a hub name; see ``adapters``),
 ``dataset_format``, ``split`` (hub split), ``limit`` (first N problems), ``max_turns`` (4), ``turn_order``
 (``"coder_first"`` as AT-GRPO, or ``"tester_first"``: tests written from the statement alone, then code),
-``tester_sees_code`` (True), ``feedback_chars`` (2000), ``timeout`` (1.0 s per test, CURE's limit), ``num_mutants``
-(4), ``max_tests`` (20), ``alpha`` (1.0), ``render_mode``.
+``tester_sees_code`` (True), ``feedback_chars`` (2000), ``timeout`` (1.0 s per test, CURE's limit),
+``num_mutants`` (4), ``max_tests`` (20), ``alpha`` (1.0), ``render_mode``.
 
 Version history: v0 (this version).
 """
@@ -100,7 +102,7 @@ TURN_ORDERS = {"coder_first": ("coder", "tester"), "tester_first": ("tester", "c
 
 @dataclass(frozen=True)
 class Attempt:
-    """A program the coder submitted: whether it passes every ground-truth test, and whether it may be scored."""
+    """A program the coder submitted: does it pass every ground-truth test, may it be scored."""
 
     code: str
     correct: bool
@@ -182,7 +184,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         return EpisodeState()
 
     def golden(self, problem: Problem) -> str | None:
-        """The golden solution, formatted as the mutants are (``ast.unparse``), or ``None`` when there is none."""
+        """The golden solution, formatted as the mutants are (``ast.unparse``), or ``None``."""
         if problem.solution is None:
             return None
         try:
@@ -191,7 +193,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
             return problem.solution
 
     def mutants(self, problem: Problem) -> tuple[str, ...]:
-        """Up to ``num_mutants`` mutants of the golden solution that fail a ground-truth test (cached per problem).
+        """Up to ``num_mutants`` golden-solution mutants that fail a ground-truth test (cached per problem).
 
         Candidates that pass every test, time out, or meet a sandbox failure are dropped; a sandbox failure is
         also reported as ``infra_error`` at the tester's next step and the list is recomputed next time.
@@ -300,7 +302,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         return Outcome({"coder": terms}, info={"coder": info})
 
     def _programs(self) -> tuple[list[str], list[bool], int]:
-        """The tester's matrix rows: (programs, correct flags, rows before the scored ones: 1 for unscored code)."""
+        """The tester's matrix rows: (programs, correct flags, leading rows left unscored: 0 or 1)."""
         problem, state = self.task, self.state
         programs: list[str] = []
         correct: list[bool] = []

@@ -1,9 +1,9 @@
 """One sandbox batch per env step: programs x tests for a problem, through ``teamgym.sandbox.run_matrix``.
 
 Verdicts come from the sandbox harness (host-side comparison of ``assert expr == literal`` values and of stdio
-outputs), never from what a program prints. For call-style problems the program's top level (the part before the
-tests) gets its own ``timeout``: a program that never finishes defining its functions costs one timeout, not one per
-test.
+outputs), never from what a program prints. For call-style problems the program's top level (the part before
+the tests) gets its own ``timeout``: a program that never finishes defining its functions costs one timeout,
+not one per test.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from teamgym.envs.coder_tester.data import Problem, TestCase
 
 __all__ = ["Verdict", "execute", "first_infra_error"]
 
-# An interval timer around the top level only: the harness then sets its own per test. A program may cancel it,
-# which only costs it time. A handler is needed: the job is PID 1 of its namespace, where default actions are void.
+# An interval timer around the top level only: the harness then sets its own per test. A program may cancel
+# it, which only costs it time. A handler is needed: the job is PID 1 of its namespace, where default signal
+# actions are void.
 _GUARD_ON = (
     '__import__("signal").signal(__import__("signal").SIGALRM, __import__("signal").default_int_handler); '
     '__import__("signal").setitimer(__import__("signal").ITIMER_REAL, {timeout})\n'
@@ -27,7 +28,7 @@ _GUARD_OFF = '\n__import__("signal").setitimer(__import__("signal").ITIMER_REAL,
 
 @dataclass(frozen=True)
 class Verdict:
-    """One program on one test: the deterministic part of ``sandbox.TestVerdict`` (what infos and prompts show)."""
+    """One program on one test: the deterministic part of ``sandbox.TestVerdict`` (for infos and prompts)."""
 
     passed: bool
     status: str

@@ -1,18 +1,19 @@
 """Deterministic mutants of a golden solution: the wrong programs a tester's tests must catch.
 
 Classic mutation operators (DeMillo et al. 1978; the ``mutmut``/``PIT`` operator sets), one change per mutant:
-comparison swaps (``<`` <-> ``<=``, ``>`` <-> ``>=``, ``==`` <-> ``!=``, ``in`` <-> ``not in``, ``is`` <-> ``is not``),
-arithmetic swaps (``+`` <-> ``-``, ``*`` -> ``+``, ``/`` and ``//`` -> ``*``, ``%`` -> ``//``), ``and`` <-> ``or``,
-dropping a ``not``, integer constants ``n`` -> ``n + 1``, ``True`` <-> ``False``, ``min`` <-> ``max``, ``any`` <-> ``all``,
-``sum`` <-> ``len``, ``sorted``/``set`` -> ``list``, ``.upper`` <-> ``.lower``, ``.startswith`` <-> ``.endswith``, swapping
-a call's first two arguments, and ``return value`` -> ``return None``.
+comparison swaps (``<`` <-> ``<=``, ``>`` <-> ``>=``, ``==`` <-> ``!=``, ``in`` <-> ``not in``, ``is`` <->
+``is not``), arithmetic swaps (``+`` <-> ``-``, ``*`` -> ``+``, ``/`` and ``//`` -> ``*``, ``%`` -> ``//``),
+``and`` <-> ``or``, dropping a ``not``, integer constants ``n`` -> ``n + 1``, ``True`` <-> ``False``, ``min``
+<-> ``max``, ``any`` <-> ``all``, ``sum`` <-> ``len``, ``sorted``/``set`` -> ``list``, ``.upper`` <->
+``.lower``, ``.startswith`` <-> ``.endswith``, swapping a call's first two arguments, and ``return value`` ->
+``return None``.
 
-Only the entry-point function is mutated for call-style problems (helpers from the prompt stay intact); the whole
-program for stdio problems. Code inside ``while`` loops is left alone: mutating a loop condition or counter mostly
-yields programs that never halt, which catch nothing and make scoring slow. :func:`candidate_mutants` lists the
-mutation sites in AST order and picks up to ``limit`` of them spread evenly over the program; the env then keeps
-those that fail at least one ground-truth test without timing out (a mutant that passes every test is equivalent or
-undetectable, and would punish right tests).
+Only the entry-point function is mutated for call-style problems (helpers from the prompt stay intact); the
+whole program for stdio problems. Code inside ``while`` loops is left alone: mutating a loop condition or
+counter mostly yields programs that never halt, which catch nothing and make scoring slow.
+:func:`candidate_mutants` lists the mutation sites in AST order and picks up to ``limit`` of them spread
+evenly over the program; the env then keeps those that fail at least one ground-truth test without timing out
+(a mutant that passes every test is equivalent or undetectable, and would punish right tests).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def _mutable_nodes(root: ast.AST) -> Iterator[ast.AST]:
 
 
 def mutation_sites(tree: ast.AST) -> list[tuple[int, str]]:
-    """``(node index, operator)`` for every place a mutation applies, in AST order (index into ``_mutable_nodes``)."""
+    """``(node index, operator)`` for every place a mutation applies, in ``_mutable_nodes`` order."""
     sites: list[tuple[int, str]] = []
     for index, node in enumerate(_mutable_nodes(tree)):
         if isinstance(node, ast.Compare):
@@ -141,7 +142,7 @@ def _apply(tree: ast.AST, index: int, operator: str) -> ast.AST:
 
 
 def _target(module: ast.Module, entry_point: str) -> ast.AST:
-    """The subtree to mutate: the last top-level ``def entry_point`` (the solution's), else the whole module."""
+    """The subtree to mutate: the last top-level ``def entry_point``, else the whole module."""
     if entry_point:
         defs = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == entry_point]
         if defs:
@@ -152,8 +153,8 @@ def _target(module: ast.Module, entry_point: str) -> ast.AST:
 def candidate_mutants(solution: str, *, entry_point: str = "", limit: int = 12) -> list[str]:
     """Up to ``limit`` distinct single-change mutants of ``solution``, spread evenly over its mutation sites.
 
-    Deterministic: the same solution always gives the same list. Mutants identical in source to the solution (or
-    to each other) are dropped. Returns ``[]`` when the solution does not parse or offers no site.
+    Deterministic: the same solution always gives the same list. Mutants identical in source to the solution
+    (or to each other) are dropped. Returns ``[]`` when the solution does not parse or offers no site.
     """
     try:
         module = ast.parse(solution)

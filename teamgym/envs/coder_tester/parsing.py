@@ -1,15 +1,15 @@
 """Reading the agents' completions: the coder's program and the tester's tests. Never raises on model output.
 
-Coder: the **last** closed fenced block tagged ``python``/``py``/``python3`` or untagged (an unclosed one only when
-there is no closed one), via :func:`teamgym.core.text.select_code_block`. It must parse as Python.
+Coder: the **last** closed fenced block tagged ``python``/``py``/``python3`` or untagged (an unclosed one only
+when there is no closed one), via :func:`teamgym.core.text.select_code_block`. It must parse as Python.
 
 Tester, call-style problems: the **last** Python block; each top-level ``assert`` in it is one test. The other
-top-level statements (imports, helper functions, variables) are setup: each test runs the setup statements that
-come before it, then its assert, so tests stay independent of one another and of the ground-truth tests.
+top-level statements (imports, helper functions, variables) are setup: each test runs the setup statements
+that come before it, then its assert, so tests stay independent of one another and of the ground-truth tests.
 
-Tester, stdio problems: the **last** ``json`` block holding a list of ``{"input": str, "output": str}`` objects; if
-there is none, ``input``/``output`` blocks read in pairs (a block tagged ``input`` followed by one tagged
-``output``). Items that do not fit are skipped and counted.
+Tester, stdio problems: the **last** ``json`` block holding a list of ``{"input": str, "output": str}``
+objects; if there is none, ``input``/``output`` blocks read in pairs (a block tagged ``input`` followed by one
+tagged ``output``). Items that do not fit are skipped and counted.
 
 At most ``max_tests`` tests are kept (the first ones); duplicates count once.
 """
@@ -30,7 +30,7 @@ _MAX_SOURCE = 200_000  # characters: longer blocks are not parsed (ast.parse on 
 
 @dataclass(frozen=True)
 class ParsedCode:
-    """The coder's program, or why there is none: ``problem`` is ``""``, ``"no_code_block"`` or ``"syntax_error"``."""
+    """The coder's program; ``problem`` is ``""``, ``"no_code_block"`` or ``"syntax_error"``."""
 
     code: str
     problem: str = ""
@@ -38,7 +38,8 @@ class ParsedCode:
 
 @dataclass(frozen=True)
 class ParsedTests:
-    """The tester's tests; ``skipped`` items did not parse; ``problem`` is ``""``, ``"no_test_block"`` or ``"no_tests"``."""
+    """The tester's tests; ``skipped``: items that did not parse; ``problem``: ``""``, ``"no_test_block"``,
+    ``"no_tests"``."""
 
     tests: tuple[TestCase, ...]
     skipped: int = 0
@@ -85,7 +86,7 @@ def _call_tests(text: str) -> ParsedTests:
         return ParsedTests((), 0, "no_test_block")
     module = _parses(block.code)
     if module is None:
-        # Salvage: read the block statement by statement, keeping the top-level asserts that parse on their own.
+        # Salvage: read the block line by line, keeping the top-level asserts that parse on their own.
         return _salvage_asserts(block.code)
     setup: list[str] = []
     tests: list[TestCase] = []

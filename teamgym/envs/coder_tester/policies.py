@@ -69,7 +69,7 @@ class _Rename(ast.NodeTransformer):
 
 
 def ground_truth_asserts(env: CoderTesterEnv) -> str:
-    """The ground-truth tests of a call-style problem as the tester's block: setup, then one assert per test."""
+    """A call-style problem's ground-truth tests as a tester's block: setup, then one assert per test."""
     problem = env.task
     rename = _Rename(problem.entry_point) if problem.entry_point.isidentifier() else None
     lines = []

@@ -125,7 +125,7 @@ def tester_user(
     feedback_chars: int,
     max_tests: int,
 ) -> str:
-    """The tester's prompt: the problem, the coder's current code (when shown) and how it did on the last tests."""
+    """The tester's prompt: the problem, the coder's code (when shown) and how it did on the last tests."""
     parts = [f"Problem:\n{problem.question.strip()}"]
     if show_code:
         parts.append(

@@ -1,23 +1,24 @@
 """Coder and tester rewards as pure functions of execution matrices (CURE, arXiv 2506.03136, Sec. 3).
 
-Notation (CURE): ``B`` is the execution matrix, ``B[j, k] = 1`` when program ``j`` passes test ``k``. Programs are
-*correct* when they pass every ground-truth test (the golden solution and any coder attempt that does), *wrong*
-otherwise (the env's mutants of the golden solution and the coder's failing attempts).
+Notation (CURE): ``B`` is the execution matrix, ``B[j, k] = 1`` when program ``j`` passes test ``k``. Programs
+are *correct* when they pass every ground-truth test (the golden solution and any coder attempt that does),
+*wrong* otherwise (the env's mutants of the golden solution and the coder's failing attempts).
 
 * :func:`pass_rate`: the coder's reward: the fraction of tests a program passes (CURE's coder reward, on the
   ground-truth tests; the env also uses it on the tester's valid tests for the coder's ``local`` term).
-* :func:`cure_test_rewards`: CURE's reward of each generated test ``k`` (``Gen-Verse/CURE optimization/reward.py``, as
-  summarised in ALGORITHMS.md): sign ``+1`` if every correct program passes the test, else ``-1``; magnitude the
-  fraction of wrong programs it separates (fails, for a ``+1`` test; passes, for a ``-1`` test). So a right test
-  earns in ``[0, 1]`` by how many wrong programs it catches and a wrong one in ``[-1, 0]`` by how many wrong
-  programs it lets through. Edge cases (our choice, documented): with no correct program a test cannot be judged
-  and earns 0; with no wrong program the magnitude is 0.
-* :func:`validity`: whether every correct program passes each test (``None`` when there is no correct program).
-* :func:`precision`: CURE's reward-precision diagnostics ``p_01`` (a wrong program passes a right test) and ``p_00``
-  (a wrong program passes a wrong test).
+* :func:`cure_test_rewards`: CURE's reward of each generated test ``k`` (``Gen-Verse/CURE
+  optimization/reward.py``, as summarised in ALGORITHMS.md): sign ``+1`` if every correct program passes the
+  test, else ``-1``; magnitude the fraction of wrong programs it separates (fails, for a ``+1`` test; passes,
+  for a ``-1`` test). So a right test earns in ``[0, 1]`` by how many wrong programs it catches and a wrong
+  one in ``[-1, 0]`` by how many wrong programs it lets through. Edge cases (our choice, documented): with no
+  correct program a test cannot be judged and earns 0; with no wrong program the magnitude is 0.
+* :func:`validity`: whether every correct program passes each test (``None`` when there is no correct
+  program).
+* :func:`precision`: CURE's reward-precision diagnostics ``p_01`` (a wrong program passes a right test) and
+  ``p_00`` (a wrong program passes a wrong test).
 
-:func:`cure_test_rewards_reference` is the loop-by-loop definition, kept as the slow reference the fast path is
-tested against.
+:func:`cure_test_rewards_reference` is the loop-by-loop definition, kept as the slow reference the fast path
+is tested against.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def pass_rate(verdicts: Sequence[bool]) -> float:
 
 
 def correct_programs(ground_truth: Matrix) -> list[bool]:
-    """Per program, whether it passes every ground-truth test (``ground_truth`` is programs x ground-truth tests)."""
+    """Per program, whether it passes every ground-truth test (``ground_truth``: programs x tests)."""
     return [bool(row) and all(row) for row in ground_truth]
 
 
@@ -59,7 +60,7 @@ def _as_array(matrix: Matrix, correct: Sequence[bool]) -> tuple[np.ndarray, np.n
 
 
 def validity(matrix: Matrix, correct: Sequence[bool]) -> list[bool | None]:
-    """Per test (column), whether every correct program passes it; ``None`` when no program is known correct."""
+    """Per test (column), whether every correct program passes it; ``None`` without a correct program."""
     passes, is_correct = _as_array(matrix, correct)
     if not is_correct.any():
         return [None] * passes.shape[1]
@@ -74,8 +75,9 @@ def cure_test_rewards(matrix: Matrix, correct: Sequence[bool]) -> list[float]:
         correct: per program, whether it passes every ground-truth test.
 
     Returns:
-        One reward per test: ``+(share of wrong programs failing it)`` for a test every correct program passes,
-        ``-(share of wrong programs passing it)`` otherwise; 0.0 for every test when no program is correct.
+        One reward per test: ``+(share of wrong programs failing it)`` for a test every correct program
+        passes, ``-(share of wrong programs passing it)`` otherwise; 0.0 for every test when no program is
+        correct.
     """
     passes, is_correct = _as_array(matrix, correct)
     num_tests = passes.shape[1]
@@ -124,7 +126,7 @@ def suite_kill_rate(matrix: Matrix, correct: Sequence[bool], valid: Sequence[boo
 def precision(
     matrix: Matrix, correct: Sequence[bool], valid: Sequence[bool | None]
 ) -> dict[str, float | None]:
-    """CURE's diagnostics: ``p_01`` = P(wrong program passes a right test), ``p_00`` = P(it passes a wrong test).
+    """CURE's diagnostics: ``p_01`` = P(a wrong program passes a right test), ``p_00`` = P(... a wrong test).
 
     Each is ``None`` when there is no (wrong program, test of that kind) pair.
     """

@@ -214,7 +214,6 @@ def test_bad_tester_actions_never_raise():
     env = make(timeout=0.5)
     for action in [
         "x" * (1 << 20),
-        
         "",
         "```python\nassert (\n```",
         "```python\nwhile True:\n    pass\n```",
