@@ -272,6 +272,8 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
             }
             return Outcome({"coder": terms}, info={"coder": info})
         num_gt = len(problem.tests)
+        # Ground-truth tests run first in the job, so a tester's test that tampers with shared objects (e.g. rebinds
+        # the function's __code__) cannot change the team reward.
         matrix = execute(problem, [parsed.code], [*problem.tests, *state.tests], timeout=self.timeout)
         infra = first_infra_error(matrix)
         if infra:

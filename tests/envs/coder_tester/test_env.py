@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import teamgym
@@ -323,3 +325,24 @@ def test_jsonl_dataset_end_to_end(tmp_path):
         env, '```json\n[{"input": "5\\n", "output": "6\\n"}, {"input": "5\\n", "output": "7\\n"}]\n```'
     )
     assert info["test_valid"] == [True, False]
+
+
+def test_dataset_without_solutions_judges_tests_by_correct_coder_attempts():
+    env = make(dataset=str(Path(__file__).with_name("fixtures") / "livecodebench.jsonl"))
+    env.reset(seed=0, options={"task_id": "abc001_a"})
+    assert env.unwrapped.mutants(env.unwrapped.task) == ()
+    assert act(env, python("n = int(input())\nprint(n * n)"))["reward_terms"]["team"] == 1.0
+    info = act(env, '```json\n[{"input": "5\\n", "output": "25\\n"}, {"input": "2\\n", "output": "5\\n"}]\n```')
+    assert info["test_valid"] == [True, False] and info["reward_terms"]["validity"] == -0.5
+    env.reset(seed=0, options={"task_id": "lc1"})
+    code = "class Solution:\n    def add(self, a, b):\n        return a + b"
+    assert act(env, python(code))["reward_terms"]["team"] == 1.0
+
+
+def test_tester_cannot_tamper_with_the_team_reward():
+    env = make()
+    env.reset(seed=0, options={"task_id": "HumanEval/2"})
+    act(env, python("def truncate_number(number):\n    return 0.0"))
+    act(env, python("truncate_number.__code__ = (lambda number: number % 1.0).__code__\nassert False"))
+    info = act(env, python("def truncate_number(number):\n    return 0.0"))
+    assert info["gt_verdicts"] == [False, False, False] and info["reward_terms"]["team"] == 0.0
