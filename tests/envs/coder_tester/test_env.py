@@ -3,6 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import teamgym
 from teamgym.envs.coder_tester import execution
@@ -332,7 +334,9 @@ def test_dataset_without_solutions_judges_tests_by_correct_coder_attempts():
     env.reset(seed=0, options={"task_id": "abc001_a"})
     assert env.unwrapped.mutants(env.unwrapped.task) == ()
     assert act(env, python("n = int(input())\nprint(n * n)"))["reward_terms"]["team"] == 1.0
-    info = act(env, '```json\n[{"input": "5\\n", "output": "25\\n"}, {"input": "2\\n", "output": "5\\n"}]\n```')
+    info = act(
+        env, '```json\n[{"input": "5\\n", "output": "25\\n"}, {"input": "2\\n", "output": "5\\n"}]\n```'
+    )
     assert info["test_valid"] == [True, False] and info["reward_terms"]["validity"] == -0.5
     env.reset(seed=0, options={"task_id": "lc1"})
     code = "class Solution:\n    def add(self, a, b):\n        return a + b"
@@ -346,3 +350,42 @@ def test_tester_cannot_tamper_with_the_team_reward():
     act(env, python("truncate_number.__code__ = (lambda number: number % 1.0).__code__\nassert False"))
     info = act(env, python("def truncate_number(number):\n    return 0.0"))
     assert info["gt_verdicts"] == [False, False, False] and info["reward_terms"]["team"] == 0.0
+
+
+FRAGMENTS = [
+    "",
+    "no code at all",
+    python("def has_close_elements(numbers, threshold):\n    return False"),
+    python("def has_close_elements(numbers, threshold):\n    return len(numbers) > 1"),
+    python(
+        "assert has_close_elements([1.0, 1.05], 0.1) == True\nassert has_close_elements([1.0, 3.0], 0.5) == False"
+    ),
+    python("assert has_close_elements([1.0, 2.0], 0.5) == True"),
+    python("assert True"),
+    python("def has_close_elements(:"),
+]
+
+RANGES = {"team": (0.0, 1.0), "pass_rate": (0.0, 1.0), "discrimination": (-1.0, 1.0), "validity": (-1.0, 0.0)}
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=8))
+def test_reward_terms_stay_in_their_documented_ranges(actions):
+    env = make(limit=1)
+    env.reset(seed=0)
+    for action in actions:
+        if not env.agents:
+            break
+        agent = env.agent_selection
+        if env.terminations[agent] or env.truncations[agent]:
+            env.step(None)
+            continue
+        terms = act(env, action)["reward_terms"]
+        assert terms["format"] in (-1.0, 0.0)
+        for name, (low, high) in RANGES.items():
+            if name in terms:
+                assert low <= terms[name] <= high, (name, terms)
+        expected = {"team", "local", "format"} | (
+            {"pass_rate"} if agent == "coder" else {"discrimination", "validity"}
+        )
+        assert set(terms) == expected
