@@ -70,6 +70,10 @@ wrong programs failing a valid test), ``p_01``/``p_00`` (CURE's precision diagno
 ``tester_sees_code`` (True), ``feedback_chars`` (2000), ``timeout`` (1.0 s per test, CURE's limit),
 ``num_mutants`` (4), ``max_tests`` (20), ``alpha`` (1.0), ``render_mode``.
 
+**Known limits**: a test may inspect the program's source (``inspect.getsource``) and so target a mutation
+operator (e.g. fail any ``return None``) without testing behaviour; tests other than ``assert expr == literal``
+run inside the job, where the sandbox documents that a hostile program can forge their pass records.
+
 Version history: v0 (this version).
 """
 
