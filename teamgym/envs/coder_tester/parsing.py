@@ -134,7 +134,7 @@ def _stdio_tests(text: str) -> ParsedTests:
 
 def _json_tests(code: str) -> ParsedTests:
     try:
-        items = json.loads(code[:_MAX_SOURCE])
+        items = json.loads(code[:_MAX_SOURCE], strict=False)  # models often put raw newlines in strings
     except (json.JSONDecodeError, RecursionError, ValueError):
         return ParsedTests((), 1, "no_tests")
     if isinstance(items, dict):

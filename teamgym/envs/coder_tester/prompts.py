@@ -98,7 +98,9 @@ def coder_user(
     if turn == 0 and not tests:
         parts.append("Write your solution.")
         return "\n\n".join(parts)
-    parts.append(f"Your current code:\n```python\n{code}\n```" if code else "You have no working code yet.")
+    parts.append(
+        f"Your current code:\n```python\n{code.rstrip()}\n```" if code else "You have no working code yet."
+    )
     if not tests:
         parts.append("The tester has not written any test that could be read.")
     elif not code:
@@ -129,7 +131,7 @@ def tester_user(
     parts = [f"Problem:\n{problem.question.strip()}"]
     if show_code:
         parts.append(
-            f"The coder's current code:\n```python\n{clip_text(code, feedback_chars * 2)}\n```"
+            f"The coder's current code:\n```python\n{clip_text(code.rstrip(), feedback_chars * 2)}\n```"
             if code
             else "The coder has no working code yet."
         )

@@ -45,6 +45,8 @@ def test_tester_stdio_json_and_input_output_blocks():
         ("5 5\n", "10\n"),
     ]
     assert parse_tests("```json\n{not json\n```", style="stdio", max_tests=20).problem == "no_tests"
+    raw_newlines = '```json\n[{"input": "abba\n", "output": "YES\n"}]\n```'
+    assert parse_tests(raw_newlines, style="stdio", max_tests=20).tests[0].output == "YES\n"
     assert parse_tests("nothing", style="stdio", max_tests=20).problem == "no_test_block"
 
 
