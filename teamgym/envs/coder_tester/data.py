@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,7 @@ __all__ = [
 
 Style = Literal["call", "stdio"]
 
+_FUTURE = re.compile(r"^from __future__ import ")
 BUNDLED_STDIO = Path(__file__).with_name("stdio_problems.jsonl")
 
 
@@ -105,8 +107,16 @@ class Problem:
     source: str = ""
 
     def program(self, code: str) -> str:
-        """The program the sandbox runs for ``code``: the prelude, then the code."""
-        return f"{self.prelude}\n\n{code}" if self.prelude else code
+        """The program the sandbox runs for ``code``: the prelude, then the code.
+
+        ``from __future__`` imports of the code move to the top, where Python requires them.
+        """
+        if not self.prelude:
+            return code
+        lines = code.split("\n")
+        future = [line for line in lines if _FUTURE.match(line)]
+        rest = [line for line in lines if not _FUTURE.match(line)]
+        return "\n".join([*future, self.prelude, "", *rest])
 
 
 # ---------------------------------------------------------------------- HumanEval

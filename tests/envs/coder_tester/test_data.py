@@ -140,3 +140,13 @@ def test_hub_name_goes_through_datasets_load_dataset(monkeypatch):
     problems = load_problems("deepmind/code_contests", split="valid")
     assert calls == [("deepmind/code_contests", "valid")]
     assert [p.source for p in problems] == ["codecontests"]
+
+
+def test_program_puts_the_prelude_first_and_future_imports_above_it():
+    problem = load_humaneval()[0]
+    program = problem.program(
+        "from __future__ import annotations\ndef has_close_elements(a, b):\n    return 1"
+    )
+    assert program.startswith("from __future__ import annotations\n" + problem.prelude)
+    compile(program, "solution.py", "exec")
+    assert load_bundled_stdio()[0].program("print(1)") == "print(1)"
