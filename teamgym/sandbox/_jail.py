@@ -137,26 +137,33 @@ def setup_server(cfg: dict) -> list[str]:
         _write("/proc/self/gid_map", f"{gid} {gid} 1")
     workdir = cfg["workdir"]
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-    _mount(workdir, workdir, None, _MS_BIND)  # stays writable for the degraded (no per-job mount ns) mode
     for hidden, keep in cfg["hide"]:
         _hide(hidden, keep)
     for point in read_mountpoints():
-        if not point.startswith("/proc") and point != workdir and not any(
+        if not point.startswith("/proc") and not any(
             point == p or point.startswith(p.rstrip("/") + "/") for p, _ in cfg["hide"]
         ):
             _remount_readonly(point)
+    # The jobs' cwd: one tmpfs, emptied by the server after each job (a per-job mount namespace would cost
+    # an RCU grace period at every job's exit). /proc is hidden: it would show the host's processes.
+    _mount("tmpfs", workdir, "tmpfs", _MS_NOSUID | _MS_NODEV, workdir_options(cfg, cfg["disk_mb"]))
+    _mount("tmpfs", "/proc", "tmpfs", _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "size=4k,mode=0555")
     return errors
+
+
+def workdir_options(cfg: dict, disk_mb: int) -> str:
+    """tmpfs options of the jobs' working directory."""
+    return f"size={int(disk_mb)}m,nr_inodes=4096,mode=0700,uid={cfg['uid']},gid={cfg['gid']}"
+
+
+def resize_workdir(cfg: dict, disk_mb: int) -> None:
+    """Change the tmpfs size for the next job (the server's mount namespace)."""
+    _mount(None, cfg["workdir"], None, _MS_REMOUNT | _MS_NOSUID | _MS_NODEV, workdir_options(cfg, disk_mb))
 
 
 def enter(cfg: dict, job: dict) -> None:
     """Jail the calling (freshly cloned) process. Raises OSError if a required step fails."""
-    flags, workdir = cfg["flags"], cfg["workdir"]
-    if flags & CLONE_NEWNS:
-        uid, gid = cfg["uid"], cfg["gid"]
-        disk = f"size={int(job['disk_mb'])}m,nr_inodes=4096,mode=0700,uid={uid},gid={gid}"
-        _mount("tmpfs", workdir, "tmpfs", _MS_NOSUID | _MS_NODEV, disk)
-        if flags & CLONE_NEWPID:  # a /proc of our own PID namespace: host processes become invisible
-            _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    workdir = cfg["workdir"]
     os.setsid()
     os.chdir(workdir)
     _set_limits(job)
@@ -196,7 +203,6 @@ def _drop_capabilities() -> None:
     header, data = Header(0x20080522, 0), (Data * 2)()
     _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-    _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
 
 
 def wire_fds(stdin_fd: int, out_w: int, err_w: int, info_w: int) -> None:

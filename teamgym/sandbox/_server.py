@@ -1,6 +1,6 @@
 """The warm fork server: a clean interpreter that forks one jailed child per job.
 
-Started by :mod:`teamgym.sandbox.pool` as ``python -s _server.py SLOT WORKDIR_BASE HIDE_JSON`` with a scrubbed
+Started by :mod:`teamgym.sandbox.pool` as ``python -s _server.py SLOT WORKDIR_BASE HIDE_JSON NAMESPACES(0|1)`` with a scrubbed
 environment. Stdlib only; never imports teamgym (the host may have torch and threads loaded, this process has
 neither). Protocol on stdin/stdout: 4-byte big-endian length + UTF-8 JSON. The server first writes a hello
 ``{"isolation": {...}}``; then each request ``{"jobs": [...]}`` gets one reply ``{"results": [...]}`` in order.
@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import select
+import shutil
 import signal
 import struct
 import sys
@@ -68,7 +69,8 @@ def _send(fd: int, message: dict) -> None:
 class Server:
     """Runs jobs one at a time, each in a freshly cloned, jailed child."""
 
-    def __init__(self, base: str, hide: list[str]):
+    def __init__(self, base: str, hide: list[str], namespaces: bool = True):
+        self.namespaces = namespaces
         self.root = os.geteuid() == 0
         self.uid = UID_BASE + os.getpid() if self.root else os.geteuid()
         self.gid = UID_BASE + os.getpid() if self.root else os.getegid()
@@ -81,21 +83,30 @@ class Server:
         needed = [p for p in needed if os.path.isdir(p) and not any(_within(p, q) and p != q for q in needed)]
         self.hide = [(p, [n for n in needed if _within(n, p)]) for p in hide
                      if os.path.isdir(p) and not _within(base, p) and not any(_within(p, n) for n in needed)]
+        self.disk_mb = 64
         if self.root:
             self._kill_uid()  # jobs orphaned by a dead server that had our pid
         self.flags, self.warning = self._probe()
 
     def _cfg(self, flags: int) -> dict:
         return {"flags": flags, "workdir": self.workdir, "uid": self.uid, "gid": self.gid,
-                "drop_uid": self.root, "hide": self.hide}
+                "drop_uid": self.root, "hide": self.hide, "disk_mb": self.disk_mb}
 
     def _probe(self) -> tuple[int, str | None]:
         """Find the strongest isolation this kernel grants us: server namespaces, then per-job clone flags."""
-        errors = _jail.setup_server(self._cfg(0)) if os.uname().machine == "x86_64" else ["not x86_64"]
+        try:
+            if not self.namespaces:
+                errors = ["namespaces turned off by the caller"]
+            elif os.uname().machine != "x86_64":
+                errors = ["clone() with namespaces is only wired for x86_64"]
+            else:
+                errors = _jail.setup_server(self._cfg(0))
+        except OSError as exc:  # half set up: keep what worked, run jobs without per-job namespaces
+            errors = [f"server namespace setup failed: {exc}"]
         self.server_ns = not errors
         job = {"timeout": 1, "memory_mb": 256, "file_mb": 1, "max_processes": 64, "max_open_files": 64,
                "disk_mb": 1}
-        full = _jail.CLONE_NEWPID | _jail.CLONE_NEWNS | _jail.CLONE_NEWIPC
+        full = _jail.CLONE_NEWPID | _jail.CLONE_NEWIPC
         for flags in ((full, _jail.CLONE_NEWPID, 0) if self.server_ns else (0,)):
             try:
                 pid = _jail.clone(flags)
@@ -122,7 +133,7 @@ class Server:
 
     def isolation(self) -> dict:
         f = self.flags
-        return {"pid_ns": bool(f & _jail.CLONE_NEWPID), "mount_ns": self.server_ns and bool(f & _jail.CLONE_NEWNS),
+        return {"pid_ns": bool(f & _jail.CLONE_NEWPID), "mount_ns": self.server_ns,
                 "net_ns": self.server_ns, "user_ns": self.server_ns and not self.root,
                 "uid_drop": self.root, "warning": self.warning}
 
@@ -138,8 +149,11 @@ class Server:
         os.write(stdin_fd, job["stdin"].encode("utf-8", "surrogateescape"))
         os.lseek(stdin_fd, 0, os.SEEK_SET)
         pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, info
-        isolated_dir = bool(self.flags & _jail.CLONE_NEWNS)
-        if not isolated_dir:
+        if self.server_ns:
+            if int(job["disk_mb"]) != self.disk_mb:
+                _jail.resize_workdir(self._cfg(self.flags), int(job["disk_mb"]))
+                self.disk_mb = int(job["disk_mb"])
+        else:
             if not os.path.isdir(self.workdir):
                 os.mkdir(self.workdir, 0o700)
             if self.root:
@@ -227,8 +241,16 @@ class Server:
             self._kill(pid)
             if self.root:
                 self._kill_uid()
-            import shutil
-
+        if self.server_ns:  # the tmpfs stays; its content goes (every job process is dead by now)
+            for entry in os.scandir(self.workdir):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(entry.path)
+                    except OSError:
+                        pass
+        else:
             shutil.rmtree(self.workdir, ignore_errors=True)
         while True:
             try:
@@ -286,6 +308,7 @@ def main() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the host
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of degraded-mode jobs come back to be reaped
     base, hide = sys.argv[2], json.loads(sys.argv[3])  # argv[1], the slot, only names the process
+    namespaces = sys.argv[4] == "1"
     control_in, control_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -293,7 +316,8 @@ def main() -> None:
     os.close(devnull)
     for fd in (control_in, control_out):
         os.set_inheritable(fd, False)
-    server = Server(base, hide)
+    server = Server(base, hide, namespaces)
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0 (after the uid_map writes): no same-uid ptrace of the server
     _send(control_out, {"isolation": server.isolation(), "pid": os.getpid()})
     while True:
         try:

@@ -47,12 +47,13 @@ def default_hide_paths() -> list[str]:
 class _Server:
     """One warm fork-server process, talking length-prefixed JSON over its stdin/stdout."""
 
-    def __init__(self, slot: int, hide: Sequence[str]):
+    def __init__(self, slot: int, hide: Sequence[str], namespaces: bool = True):
         self.lock = threading.Lock()
         self.base = tempfile.mkdtemp(prefix=f"teamgym-sandbox-{slot}-")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", _SERVER_SCRIPT, str(slot), self.base, json.dumps(list(hide))],
+                [sys.executable, "-s", _SERVER_SCRIPT, str(slot), self.base, json.dumps(list(hide)),
+                 "1" if namespaces else "0"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_SERVER_ENV, cwd=self.base,
                 start_new_session=True, close_fds=True,
             )
@@ -123,19 +124,23 @@ class Sandbox:
         workers: servers (parallel jobs); default ``os.cpu_count()``.
         hide_paths: folders mounted empty inside each job (default :func:`default_hide_paths`); put datasets
             holding expected outputs here.
+        namespaces: False skips all namespaces, as on a kernel that refuses them: the degraded mode, for
+            testing it. Leave True in production.
 
     >>> with Sandbox(workers=2) as box:
     ...     box.run_python("print(input()[::-1])", "abc").stdout
     'cba\\n'
     """
 
-    def __init__(self, workers: int | None = None, *, hide_paths: Iterable[str] | None = None):
+    def __init__(self, workers: int | None = None, *, hide_paths: Iterable[str] | None = None,
+                 namespaces: bool = True):
         workers = os.cpu_count() or 1 if workers is None else workers
         if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= 1024:
             raise InvalidArgumentError(f"workers={workers!r}: expected an int in [1, 1024] or None for "
                                        f"os.cpu_count() ({os.cpu_count()})")
         self.workers = workers
         self.hide_paths = list(default_hide_paths() if hide_paths is None else hide_paths)
+        self.namespaces = namespaces
         self._servers: list[_Server | None] = [None] * workers
         self._start_lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
@@ -220,7 +225,7 @@ class Sandbox:
                         raise SandboxError("this Sandbox is closed: create a new one")
                     if server is not None:
                         server.close()
-                    server = self._servers[slot] = _Server(slot, self.hide_paths)
+                    server = self._servers[slot] = _Server(slot, self.hide_paths, self.namespaces)
         return server
 
     def _restart(self, slot: int, server: _Server) -> None:
