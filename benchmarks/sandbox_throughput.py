@@ -35,7 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from teamgym.sandbox import Sandbox  # noqa: E402
 
 TRIVIAL = ("print(sum(map(int, input().split())))", "1 2", "3")
-HUMANEVAL = ('''
+HUMANEVAL = (
+    """
 def has_close_elements(numbers, threshold):
     for i, a in enumerate(numbers):
         for j, b in enumerate(numbers):
@@ -52,22 +53,33 @@ assert has_close_elements([1.1, 2.2, 3.1, 4.1, 5.1], 1.0) == True
 assert has_close_elements([1.1, 2.2, 3.1, 4.1, 5.1], 0.5) == False
 assert has_close_elements([], 0.5) == False
 print("ok")
-''', "", "ok")
+""",
+    "",
+    "ok",
+)
 TIMEOUT = 5.0
 
 
 # (b) fresh interpreter per job, with rlimits --------------------------------------------------------------
 # rlimits are set by the fresh interpreter itself, as LiveCodeBench's reliability_guard does (preexec_fn is
 # unsafe in a threaded parent).
-_GUARD = ("import resource as r\n"
-          "for k, v in ((r.RLIMIT_AS, 512 << 20), (r.RLIMIT_CPU, 6), (r.RLIMIT_FSIZE, 16 << 20)):\n"
-          "    r.setrlimit(k, (v, v))\n"
-          "exec(compile(__import__('sys').argv[1], 'solution.py', 'exec'), {'__name__': '__main__'})\n")
+_GUARD = (
+    "import resource as r\n"
+    "for k, v in ((r.RLIMIT_AS, 512 << 20), (r.RLIMIT_CPU, 6), (r.RLIMIT_FSIZE, 16 << 20)):\n"
+    "    r.setrlimit(k, (v, v))\n"
+    "exec(compile(__import__('sys').argv[1], 'solution.py', 'exec'), {'__name__': '__main__'})\n"
+)
 
 
 def _fresh(code: str, stdin: str) -> str:
-    done = subprocess.run([sys.executable, "-c", _GUARD, code], input=stdin, capture_output=True, text=True,
-                          timeout=TIMEOUT, start_new_session=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _GUARD, code],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        start_new_session=True,
+    )
     return done.stdout
 
 
@@ -190,7 +202,9 @@ def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: i
         box.run_many([{"code": code, "stdin": stdin}] * workers * 2)  # start the servers
         with PeakMemory() as mem:
             start = time.perf_counter()
-            outs = [r.stdout for r in box.run_many([{"code": c, "stdin": s, "timeout": TIMEOUT} for c, s in jobs])]
+            outs = [
+                r.stdout for r in box.run_many([{"code": c, "stdin": s, "timeout": TIMEOUT} for c, s in jobs])
+            ]
             wall = time.perf_counter() - start
         lat = _latencies(lambda: box.run_python(code, stdin, timeout=TIMEOUT), n_latency)
     rows["a"] = _row(outs, expected, wall, lat, mem.peak)
@@ -225,8 +239,10 @@ def main() -> None:
     names = {"a": "(a) teamgym.sandbox", "b": "(b) fresh python + rlimits", "c": "(c) bare fork + exec"}
     with Sandbox(workers=1) as probe:
         iso = probe.isolation
-    print(f"machine: {os.cpu_count()} cores, uid {os.geteuid()}, Python {sys.version.split()[0]}; "
-          f"isolation: {', '.join(k for k, v in iso.items() if v is True)}")
+    print(
+        f"machine: {os.cpu_count()} cores, uid {os.geteuid()}, Python {sys.version.split()[0]}; "
+        f"isolation: {', '.join(k for k, v in iso.items() if v is True)}"
+    )
     print()
     print("| program | workers | runner | jobs/s | p50 ms | p99 ms | peak PSS MiB | a / this |")
     print("|---|---|---|---|---|---|---|---|")
@@ -236,8 +252,11 @@ def main() -> None:
             for key in "abc":
                 r = rows[key]
                 ratio = "" if key == "a" else f"{rows['a']['jobs_s'] / r['jobs_s']:.2f}x"
-                print(f"| {label} | {workers} | {names[key]} | {r['jobs_s']:.0f} | {r['p50']:.1f} | "
-                      f"{r['p99']:.1f} | {r['mem']:.0f} | {ratio} |", flush=True)
+                print(
+                    f"| {label} | {workers} | {names[key]} | {r['jobs_s']:.0f} | {r['p50']:.1f} | "
+                    f"{r['p99']:.1f} | {r['mem']:.0f} | {ratio} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -67,7 +67,11 @@ def _check(ret: int, what: str) -> None:
 def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = os.fsencode
     ret = _libc.mount(
-        enc(src) if src else None, enc(target), enc(fstype) if fstype else None, flags, enc(data) if data else None
+        enc(src) if src else None,
+        enc(target),
+        enc(fstype) if fstype else None,
+        flags,
+        enc(data) if data else None,
     )
     _check(ret, f"mount {target}")
 
@@ -86,7 +90,9 @@ def read_mountpoints() -> list[str]:
     with open("/proc/self/mountinfo", "rb") as fh:
         for line in fh:
             raw = line.split(b" ")[4].decode("utf-8", "surrogateescape")
-            points.append(raw.encode("latin-1", "surrogateescape").decode("unicode_escape", "surrogateescape"))
+            points.append(
+                raw.encode("latin-1", "surrogateescape").decode("unicode_escape", "surrogateescape")
+            )
     return sorted(set(points), key=lambda p: (p.count("/"), p))
 
 
@@ -107,10 +113,10 @@ def _remount_readonly(point: str) -> None:
 
 
 def _hide(hidden: str, keep: list[str]) -> None:
-    """Mount an empty read-only tmpfs on ``hidden``, binding back the ``keep`` folders inside it (the Python)."""
+    """Mount an empty read-only tmpfs on ``hidden``, binding back the ``keep`` folders (the Python) inside."""
     handles = [os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep]
     _mount("tmpfs", hidden, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64k,mode=0755")
-    for path, handle in zip(keep, handles):
+    for path, handle in zip(keep, handles, strict=True):
         os.makedirs(path, exist_ok=True)
         _mount(f"/proc/self/fd/{handle}", path, None, _MS_BIND | _MS_REC)
         _remount_readonly(path)
@@ -175,8 +181,16 @@ def enter(cfg: dict, job: dict) -> None:
     # Die with the server (set after the uid change, which clears it). The startup sweep covers the race.
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     os.environ.clear()
-    os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
-                       "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8"})
+    os.environ.update(
+        {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": workdir,
+            "TMPDIR": workdir,
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "PYTHONIOENCODING": "utf-8",
+        }
+    )
 
 
 def _set_limits(job: dict) -> None:
@@ -198,7 +212,11 @@ def _drop_capabilities() -> None:
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
     class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+        _fields_ = [
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        ]
 
     header, data = Header(0x20080522, 0), (Data * 2)()
     _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
@@ -211,12 +229,18 @@ def wire_fds(stdin_fd: int, out_w: int, err_w: int, info_w: int) -> None:
         if fd != target:
             os.dup2(fd, target)
     os.closerange(INFO_FD + 1, 1 << 16)
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8",
-                                 errors="surrogateescape")
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8",
-                                  errors="strict")
-    sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8",
-                                  errors="backslashreplace", line_buffering=True)
+    sys.stdin = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="surrogateescape"
+    )
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8", errors="strict"
+    )
+    sys.stderr = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+    )
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
 
 
@@ -244,7 +268,12 @@ def run(job: dict) -> int:
     except SystemExit as exc:
         exit_code = _exit_code(exc)
         if job.get("tests") is not None:
-            report({"program": "exit", "error": f"the program exited (SystemExit({exc.code!r})) before the tests"})
+            report(
+                {
+                    "program": "exit",
+                    "error": f"the program exited (SystemExit({exc.code!r})) before the tests",
+                }
+            )
             exit_code = exit_code or 1
     except MemoryError as exc:
         report({"memory": True})

@@ -1,9 +1,11 @@
 """The warm fork server: a clean interpreter that forks one jailed child per job.
 
-Started by :mod:`teamgym.sandbox.pool` as ``python -s _server.py SLOT WORKDIR_BASE HIDE_JSON NAMESPACES(0|1)`` with a scrubbed
+Started by :mod:`teamgym.sandbox.pool` as
+``python -s _server.py SLOT WORKDIR_BASE HIDE_JSON NAMESPACES(0|1)`` with a scrubbed
 environment. Stdlib only; never imports teamgym (the host may have torch and threads loaded, this process has
 neither). Protocol on stdin/stdout: 4-byte big-endian length + UTF-8 JSON. The server first writes a hello
-``{"isolation": {...}}``; then each request ``{"jobs": [...]}`` gets one reply ``{"results": [...]}`` in order.
+``{"isolation": {...}}``; then each request ``{"jobs": [...]}`` gets one reply ``{"results": [...]}``,
+in order.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def _send(fd: int, message: dict) -> None:
     data = struct.pack(">I", len(body)) + body
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 class Server:
@@ -81,16 +83,26 @@ class Server:
         # The interpreter and its libraries stay visible even inside a hidden folder (pyenv lives in /root).
         needed = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *sys.path) if p})
         needed = [p for p in needed if os.path.isdir(p) and not any(_within(p, q) and p != q for q in needed)]
-        self.hide = [(p, [n for n in needed if _within(n, p)]) for p in hide
-                     if os.path.isdir(p) and not _within(base, p) and not any(_within(p, n) for n in needed)]
+        self.hide = [
+            (p, [n for n in needed if _within(n, p)])
+            for p in hide
+            if os.path.isdir(p) and not _within(base, p) and not any(_within(p, n) for n in needed)
+        ]
         self.disk_mb = 64
         if self.root:
             self._kill_uid()  # jobs orphaned by a dead server that had our pid
         self.flags, self.warning = self._probe()
 
     def _cfg(self, flags: int) -> dict:
-        return {"flags": flags, "workdir": self.workdir, "uid": self.uid, "gid": self.gid,
-                "drop_uid": self.root, "hide": self.hide, "disk_mb": self.disk_mb}
+        return {
+            "flags": flags,
+            "workdir": self.workdir,
+            "uid": self.uid,
+            "gid": self.gid,
+            "drop_uid": self.root,
+            "hide": self.hide,
+            "disk_mb": self.disk_mb,
+        }
 
     def _probe(self) -> tuple[int, str | None]:
         """Find the strongest isolation this kernel grants us: server namespaces, then per-job clone flags."""
@@ -104,10 +116,16 @@ class Server:
         except OSError as exc:  # half set up: keep what worked, run jobs without per-job namespaces
             errors = [f"server namespace setup failed: {exc}"]
         self.server_ns = not errors
-        job = {"timeout": 1, "memory_mb": 256, "file_mb": 1, "max_processes": 64, "max_open_files": 64,
-               "disk_mb": 1}
+        job = {
+            "timeout": 1,
+            "memory_mb": 256,
+            "file_mb": 1,
+            "max_processes": 64,
+            "max_open_files": 64,
+            "disk_mb": 1,
+        }
         full = _jail.CLONE_NEWPID | _jail.CLONE_NEWIPC
-        for flags in ((full, _jail.CLONE_NEWPID, 0) if self.server_ns else (0,)):
+        for flags in (full, _jail.CLONE_NEWPID, 0) if self.server_ns else (0,):
             try:
                 pid = _jail.clone(flags)
             except OSError as exc:
@@ -124,25 +142,39 @@ class Server:
             if status == 0:
                 warning = None
                 if flags != full or errors:
-                    warning = ("the kernel refused namespaces (" + "; ".join(errors or ["jail setup failed"]) +
-                               f"): server namespaces {self.server_ns}, per-job clone flags 0x{flags:x}; "
-                               "see docs/sandbox.md for what is lost")
+                    warning = (
+                        "the kernel refused namespaces ("
+                        + "; ".join(errors or ["jail setup failed"])
+                        + f"): server namespaces {self.server_ns}, per-job clone flags 0x{flags:x}; "
+                        "see docs/sandbox.md for what is lost"
+                    )
                 return flags, warning
             errors.append(f"jail setup with clone flags 0x{flags:x} failed (exit status {status})")
         raise SystemExit("no isolation level works: " + "; ".join(errors))
 
     def isolation(self) -> dict:
         f = self.flags
-        return {"pid_ns": bool(f & _jail.CLONE_NEWPID), "mount_ns": self.server_ns,
-                "net_ns": self.server_ns, "user_ns": self.server_ns and not self.root,
-                "uid_drop": self.root, "warning": self.warning}
+        return {
+            "pid_ns": bool(f & _jail.CLONE_NEWPID),
+            "mount_ns": self.server_ns,
+            "net_ns": self.server_ns,
+            "user_ns": self.server_ns and not self.root,
+            "uid_drop": self.root,
+            "warning": self.warning,
+        }
 
     def run(self, job: dict) -> dict:
         try:
             return self._run(job)
         except OSError as exc:  # fork EAGAIN, pipe/fd exhaustion: the sandbox's failure, not the program's
-            return {"status": "error", "stdout": "", "stderr": "", "returncode": None, "duration": 0.0,
-                    "infra_error": f"sandbox could not run the job: {exc}"}
+            return {
+                "status": "error",
+                "stdout": "",
+                "stderr": "",
+                "returncode": None,
+                "duration": 0.0,
+                "infra_error": f"sandbox could not run the job: {exc}",
+            }
 
     def _run(self, job: dict) -> dict:
         stdin_fd = os.memfd_create("stdin", 0)
@@ -213,7 +245,7 @@ class Server:
                     continue
                 room = (limit if fd != fds[2] else 1 << 22) - sizes[fd]
                 if len(chunk) > room:
-                    chunk = chunk[:max(room, 0)]
+                    chunk = chunk[: max(room, 0)]
                     verdict = verdict or "output_limit"
                     self._kill(pid)
                 bufs[fd].append(chunk)
@@ -274,8 +306,16 @@ class Server:
                 os._exit(0)
         os.waitpid(killer, 0)
 
-    def _result(self, job: dict, status: int, verdict: str | None, out: bytes, err: bytes, info: bytes,
-                duration: float) -> dict:
+    def _result(
+        self,
+        job: dict,
+        status: int,
+        verdict: str | None,
+        out: bytes,
+        err: bytes,
+        info: bytes,
+        duration: float,
+    ) -> dict:
         records = []
         for line in info.splitlines():
             try:
@@ -294,13 +334,25 @@ class Server:
             elif returncode < 0:
                 verdict = "killed"
             elif returncode == 125 and not out and not err:
-                return {"status": "error", "stdout": "", "stderr": "", "returncode": returncode,
-                        "duration": duration, "infra_error": "the job's jail could not be set up"}
+                return {
+                    "status": "error",
+                    "stdout": "",
+                    "stderr": "",
+                    "returncode": returncode,
+                    "duration": duration,
+                    "infra_error": "the job's jail could not be set up",
+                }
             else:
                 verdict = "error"
-        return {"status": verdict, "stdout": out.decode("utf-8", "replace"), "stderr": err.decode("utf-8", "replace"),
-                "returncode": returncode, "duration": duration, "infra_error": None,
-                "records": records if job.get("tests") is not None else None}
+        return {
+            "status": verdict,
+            "stdout": out.decode("utf-8", "replace"),
+            "stderr": err.decode("utf-8", "replace"),
+            "returncode": returncode,
+            "duration": duration,
+            "infra_error": None,
+            "records": records if job.get("tests") is not None else None,
+        }
 
 
 def main() -> None:
@@ -317,7 +369,9 @@ def main() -> None:
     for fd in (control_in, control_out):
         os.set_inheritable(fd, False)
     server = Server(base, hide, namespaces)
-    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0 (after the uid_map writes): no same-uid ptrace of the server
+    libc.prctl(
+        4, 0, 0, 0, 0
+    )  # PR_SET_DUMPABLE 0 (after the uid_map writes): no same-uid ptrace of the server
     _send(control_out, {"isolation": server.isolation(), "pid": os.getpid()})
     while True:
         try:

@@ -36,7 +36,7 @@ class _ServerDied(Exception):
 
 
 def default_hide_paths() -> list[str]:
-    """Folders mounted empty inside every job: homes and dataset caches, where expected outputs usually live."""
+    """Folders mounted empty inside every job: homes and dataset caches, where expected outputs live."""
     paths = ["/root", "/home", os.path.expanduser("~")]
     for var in ("HF_HOME", "HF_DATASETS_CACHE", "XDG_CACHE_HOME", "TEAMGYM_DATA"):
         if os.environ.get(var):
@@ -52,16 +52,29 @@ class _Server:
         self.base = tempfile.mkdtemp(prefix=f"teamgym-sandbox-{slot}-")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", _SERVER_SCRIPT, str(slot), self.base, json.dumps(list(hide)),
-                 "1" if namespaces else "0"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_SERVER_ENV, cwd=self.base,
-                start_new_session=True, close_fds=True,
+                [
+                    sys.executable,
+                    "-s",
+                    _SERVER_SCRIPT,
+                    str(slot),
+                    self.base,
+                    json.dumps(list(hide)),
+                    "1" if namespaces else "0",
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=_SERVER_ENV,
+                cwd=self.base,
+                start_new_session=True,
+                close_fds=True,
             )
             hello = self._read(time.monotonic() + _STARTUP_TIMEOUT)
         except (OSError, _ServerDied) as exc:
             self.close()
-            raise SandboxError(f"the sandbox server could not start ({exc}); see the server's stderr above. "
-                               "Check that /proc is mounted and that the Python executable can run.") from exc
+            raise SandboxError(
+                f"the sandbox server could not start ({exc}); see the server's stderr above. "
+                "Check that /proc is mounted and that the Python executable can run."
+            ) from exc
         self.isolation: dict[str, Any] = hello["isolation"]
         warning = self.isolation.get("warning")
         if warning and warning not in _warned:
@@ -132,12 +145,15 @@ class Sandbox:
     'cba\\n'
     """
 
-    def __init__(self, workers: int | None = None, *, hide_paths: Iterable[str] | None = None,
-                 namespaces: bool = True):
+    def __init__(
+        self, workers: int | None = None, *, hide_paths: Iterable[str] | None = None, namespaces: bool = True
+    ):
         workers = os.cpu_count() or 1 if workers is None else workers
         if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= 1024:
-            raise InvalidArgumentError(f"workers={workers!r}: expected an int in [1, 1024] or None for "
-                                       f"os.cpu_count() ({os.cpu_count()})")
+            raise InvalidArgumentError(
+                f"workers={workers!r}: expected an int in [1, 1024] or None for "
+                f"os.cpu_count() ({os.cpu_count()})"
+            )
         self.workers = workers
         self.hide_paths = list(default_hide_paths() if hide_paths is None else hide_paths)
         self.namespaces = namespaces
@@ -149,7 +165,8 @@ class Sandbox:
 
     @property
     def isolation(self) -> dict[str, Any]:
-        """What the kernel granted: ``pid_ns``, ``mount_ns``, ``net_ns``, ``user_ns``, ``uid_drop``, ``warning``."""
+        """What the kernel granted: ``pid_ns``, ``mount_ns``, ``net_ns``, ``user_ns``, ``uid_drop``,
+        ``warning``."""
         return self._server(0).isolation
 
     def run_python(self, code: str, stdin: str = "", **limits: Any) -> ExecResult:
@@ -198,7 +215,7 @@ class Sandbox:
             except queue.Empty:
                 return
             batch = [wire[i] for i in chunk]
-            for i, result in zip(chunk, self._submit(slot, batch)):
+            for i, result in zip(chunk, self._submit(slot, batch), strict=True):
                 results[i] = result
 
     def _submit(self, slot: int, batch: list[dict]) -> list[dict]:
@@ -212,8 +229,16 @@ class Sandbox:
                 self._restart(slot, server)
         if len(batch) > 1:  # find which job broke it: rerun each alone on a fresh server
             return [self._submit(slot, [job])[0] for job in batch]
-        return [{"status": "error", "stdout": "", "stderr": "", "returncode": None, "duration": 0.0,
-                 "infra_error": f"the sandbox server died while running this job ({reason}); it was restarted"}]
+        return [
+            {
+                "status": "error",
+                "stdout": "",
+                "stderr": "",
+                "returncode": None,
+                "duration": 0.0,
+                "infra_error": f"the sandbox server died while running this job ({reason}); it was restarted",
+            }
+        ]
 
     def _server(self, slot: int) -> _Server:
         server = self._servers[slot]

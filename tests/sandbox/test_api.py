@@ -29,8 +29,9 @@ def test_run_many_keeps_order_and_accepts_jobs_dicts_and_str() -> None:
 
 
 def test_statuses_are_documented(box: Sandbox) -> None:
-    results = box.run_many(["pass", "1/0", "while True: pass", "bytearray(2**40)", "print('x' * 50)",
-                            "import os; os.abort()"], )
+    results = box.run_many(
+        ["pass", "1/0", "while True: pass", "bytearray(2**40)", "print('x' * 50)", "import os; os.abort()"],
+    )
     assert {r.status for r in results} <= set(STATUSES)
     for status in STATUSES:
         assert f"``{status}``" in sandbox.__doc__
@@ -73,8 +74,15 @@ def test_isolation_report(box: Sandbox) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"timeout": 0}, {"timeout": float("nan")}, {"timeout": -1}, {"memory_mb": 1}, {"memory_mb": "512"},
-     {"output_limit": 0}, {"max_processes": True}],
+    [
+        {"timeout": 0},
+        {"timeout": float("nan")},
+        {"timeout": -1},
+        {"memory_mb": 1},
+        {"memory_mb": "512"},
+        {"output_limit": 0},
+        {"max_processes": True},
+    ],
 )
 def test_bad_limits_are_rejected(kwargs: dict) -> None:
     with pytest.raises(InvalidArgumentError) as info:

@@ -29,14 +29,26 @@ def degraded(guard: OuterGuard) -> Iterator[Sandbox]:
 
 
 def test_degraded_mode_warns_once(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="teamgym.sandbox.pool"), Sandbox(workers=2, namespaces=False) as box:
+    with (
+        caplog.at_level(logging.WARNING, logger="teamgym.sandbox.pool"),
+        Sandbox(workers=2, namespaces=False) as box,
+    ):
         box.run_many(["pass"] * 4)
         assert box.isolation["pid_ns"] is False and box.isolation["warning"]
     assert len([r for r in caplog.records if "degraded" in r.getMessage()]) <= 1
 
 
-@pytest.mark.parametrize("name", ["daemonized_grandchild", "fork_bomb", "infinite_loop", "sigterm_ignored",
-                                  "kill_parent", "close_all_fds"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "daemonized_grandchild",
+        "fork_bomb",
+        "infinite_loop",
+        "sigterm_ignored",
+        "kill_parent",
+        "close_all_fds",
+    ],
+)
 def test_degraded_contains(degraded: Sandbox, name: str) -> None:
     code, statuses = HOSTILE[name]
     start = time.monotonic()
