@@ -31,6 +31,29 @@ _STARTUP_TIMEOUT = 30.0
 _warned: set[str] = set()
 
 
+_DIR_PREFIX = "teamgym-sandbox-pid"
+_stale_checked = False
+
+
+def _remove_stale_dirs() -> None:
+    """Remove server dirs left by hosts that were killed before they could clean up (once per process)."""
+    global _stale_checked
+    if _stale_checked:
+        return
+    _stale_checked = True
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        if not name.startswith(_DIR_PREFIX):
+            continue
+        try:
+            pid = int(name[len(_DIR_PREFIX) :].split("-", 1)[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
+
+
 class _ServerDied(Exception):
     pass
 
@@ -49,7 +72,8 @@ class _Server:
 
     def __init__(self, slot: int, hide: Sequence[str], namespaces: bool = True):
         self.lock = threading.Lock()
-        self.base = tempfile.mkdtemp(prefix=f"teamgym-sandbox-{slot}-")
+        _remove_stale_dirs()
+        self.base = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-{slot}-")
         try:
             self.proc = subprocess.Popen(
                 [

@@ -126,3 +126,19 @@ def test_closed_sandbox_raises() -> None:
     assert not any(os.path.exists(b) for b in bases)
     with pytest.raises(SandboxError, match="closed"):
         box.run_python("print(1)")
+
+
+def test_dirs_of_killed_hosts_are_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import tempfile
+
+    from teamgym.sandbox import pool
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid is now free: a host that was SIGKILLed before cleaning up
+    stale = os.path.join(tempfile.gettempdir(), f"{pool._DIR_PREFIX}{dead.pid}-0-abc")
+    os.makedirs(os.path.join(stale, "job"))
+    monkeypatch.setattr(pool, "_stale_checked", False)
+    with Sandbox(workers=1) as box:
+        box.run_python("pass")
+    assert not os.path.exists(stale)
