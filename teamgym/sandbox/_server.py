@@ -272,7 +272,13 @@ class Server:
         if not self.flags & _jail.CLONE_NEWPID:
             self._kill(pid)
             if self.root:
-                self._kill_uid()
+                # Escaped daemons come back to us (child subreaper) once killed; a SIGKILLed process turns into a
+                # zombie a moment later, so kill and reap until none is left (bounded: nothing can stall us).
+                for _ in range(200):
+                    self._kill_uid()
+                    if not self._reap_orphans():
+                        break
+                    time.sleep(0.005)
         if self.server_ns:  # the tmpfs stays; its content goes (every job process is dead by now)
             for entry in os.scandir(self.workdir):
                 if entry.is_dir(follow_symlinks=False):
@@ -284,12 +290,16 @@ class Server:
                         pass
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        self._reap_orphans()
+
+    def _reap_orphans(self) -> bool:
+        """Reap every exited child; True if children are still alive."""
         while True:
             try:
                 if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
+                    return True
             except ChildProcessError:
-                break
+                return False
 
     def _kill_uid(self) -> None:
         """Kill every process of this server's job uid (all are its jobs'): kill(-1) run as that uid."""
