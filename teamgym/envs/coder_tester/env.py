@@ -103,6 +103,10 @@ __all__ = ["CoderTesterEnv", "EpisodeState", "Attempt"]
 
 TURN_ORDERS = {"coder_first": ("coder", "tester"), "tester_first": ("tester", "coder")}
 
+# (problem, num_mutants, timeout) -> the mutants kept; problems are frozen and hashable. Only successful
+# computations are stored (a sandbox failure is retried next time).
+_MUTANT_CACHE: dict[tuple[Problem, int, float], tuple[str, ...]] = {}
+
 
 @dataclass(frozen=True)
 class Attempt:
@@ -173,7 +177,6 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         self.timeout = float(timeout)
         self.num_mutants = num_mutants
         self.max_tests = max_tests
-        self._mutant_cache: dict[str, tuple[str, ...]] = {}
         self._mutant_infra = ""
 
     # ------------------------------------------------------------------ tasks
@@ -197,13 +200,17 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
             return problem.solution
 
     def mutants(self, problem: Problem) -> tuple[str, ...]:
-        """Up to ``num_mutants`` golden-solution mutants that fail a ground-truth test (cached per problem).
+        """Up to ``num_mutants`` golden-solution mutants that fail a ground-truth test.
+
+        Cached per (problem, num_mutants, timeout) for the whole process, so that the many env copies of a rollout
+        (or of ``check_env``) compute each problem's mutants once.
 
         Candidates that pass every test, time out, or meet a sandbox failure are dropped; a sandbox failure is
         also reported as ``infra_error`` at the tester's next step and the list is recomputed next time.
         """
-        if problem.task_id in self._mutant_cache:
-            return self._mutant_cache[problem.task_id]
+        key = (problem, self.num_mutants, self.timeout)
+        if key in _MUTANT_CACHE:
+            return _MUTANT_CACHE[key]
         golden = self.golden(problem)
         if golden is None or self.num_mutants == 0:
             return ()
@@ -218,8 +225,8 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
             for code, row in zip(candidates, matrix)
             if not all(v.passed for v in row) and not any(v.status == "timeout" for v in row)
         )
-        self._mutant_cache[problem.task_id] = kept[: self.num_mutants]
-        return self._mutant_cache[problem.task_id]
+        _MUTANT_CACHE[key] = kept[: self.num_mutants]
+        return _MUTANT_CACHE[key]
 
     # ------------------------------------------------------------------ prompts
     def _system_prompt(self, agent: str) -> str:
