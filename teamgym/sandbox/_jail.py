@@ -67,7 +67,11 @@ def _check(ret: int, what: str) -> None:
 def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = os.fsencode
     ret = _libc.mount(
-        enc(src) if src else None, enc(target), enc(fstype) if fstype else None, flags, enc(data) if data else None
+        enc(src) if src else None,
+        enc(target),
+        enc(fstype) if fstype else None,
+        flags,
+        enc(data) if data else None,
     )
     _check(ret, f"mount {target}")
 
@@ -86,7 +90,9 @@ def read_mountpoints() -> list[str]:
     with open("/proc/self/mountinfo", "rb") as fh:
         for line in fh:
             raw = line.split(b" ")[4].decode("utf-8", "surrogateescape")
-            points.append(raw.encode("latin-1", "surrogateescape").decode("unicode_escape", "surrogateescape"))
+            points.append(
+                raw.encode("latin-1", "surrogateescape").decode("unicode_escape", "surrogateescape")
+            )
     return sorted(set(points), key=lambda p: (p.count("/"), p))
 
 
@@ -107,10 +113,10 @@ def _remount_readonly(point: str) -> None:
 
 
 def _hide(hidden: str, keep: list[str]) -> None:
-    """Mount an empty read-only tmpfs on ``hidden``, binding back the ``keep`` folders inside it (the Python)."""
+    """Mount an empty read-only tmpfs on ``hidden``, binding back the ``keep`` folders (the Python) inside."""
     handles = [os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep]
     _mount("tmpfs", hidden, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64k,mode=0755")
-    for path, handle in zip(keep, handles):
+    for path, handle in zip(keep, handles, strict=True):
         os.makedirs(path, exist_ok=True)
         _mount(f"/proc/self/fd/{handle}", path, None, _MS_BIND | _MS_REC)
         _remount_readonly(path)
@@ -137,26 +143,33 @@ def setup_server(cfg: dict) -> list[str]:
         _write("/proc/self/gid_map", f"{gid} {gid} 1")
     workdir = cfg["workdir"]
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-    _mount(workdir, workdir, None, _MS_BIND)  # stays writable for the degraded (no per-job mount ns) mode
     for hidden, keep in cfg["hide"]:
         _hide(hidden, keep)
     for point in read_mountpoints():
-        if not point.startswith("/proc") and point != workdir and not any(
+        if not point.startswith("/proc") and not any(
             point == p or point.startswith(p.rstrip("/") + "/") for p, _ in cfg["hide"]
         ):
             _remount_readonly(point)
+    # The jobs' cwd: one tmpfs, emptied by the server after each job (a per-job mount namespace would cost
+    # an RCU grace period at every job's exit). /proc is hidden: it would show the host's processes.
+    _mount("tmpfs", workdir, "tmpfs", _MS_NOSUID | _MS_NODEV, workdir_options(cfg, cfg["disk_mb"]))
+    _mount("tmpfs", "/proc", "tmpfs", _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "size=4k,mode=0555")
     return errors
+
+
+def workdir_options(cfg: dict, disk_mb: int) -> str:
+    """tmpfs options of the jobs' working directory."""
+    return f"size={int(disk_mb)}m,nr_inodes=4096,mode=0700,uid={cfg['uid']},gid={cfg['gid']}"
+
+
+def resize_workdir(cfg: dict, disk_mb: int) -> None:
+    """Change the tmpfs size for the next job (the server's mount namespace)."""
+    _mount(None, cfg["workdir"], None, _MS_REMOUNT | _MS_NOSUID | _MS_NODEV, workdir_options(cfg, disk_mb))
 
 
 def enter(cfg: dict, job: dict) -> None:
     """Jail the calling (freshly cloned) process. Raises OSError if a required step fails."""
-    flags, workdir = cfg["flags"], cfg["workdir"]
-    if flags & CLONE_NEWNS:
-        uid, gid = cfg["uid"], cfg["gid"]
-        disk = f"size={int(job['disk_mb'])}m,nr_inodes=4096,mode=0700,uid={uid},gid={gid}"
-        _mount("tmpfs", workdir, "tmpfs", _MS_NOSUID | _MS_NODEV, disk)
-        if flags & CLONE_NEWPID:  # a /proc of our own PID namespace: host processes become invisible
-            _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    workdir = cfg["workdir"]
     os.setsid()
     os.chdir(workdir)
     _set_limits(job)
@@ -168,8 +181,16 @@ def enter(cfg: dict, job: dict) -> None:
     # Die with the server (set after the uid change, which clears it). The startup sweep covers the race.
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     os.environ.clear()
-    os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
-                       "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8"})
+    os.environ.update(
+        {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": workdir,
+            "TMPDIR": workdir,
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "PYTHONIOENCODING": "utf-8",
+        }
+    )
 
 
 def _set_limits(job: dict) -> None:
@@ -186,17 +207,24 @@ def _set_limits(job: dict) -> None:
         resource.setrlimit(res, (value, value))
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
 def _drop_capabilities() -> None:
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-    header, data = Header(0x20080522, 0), (Data * 2)()
+    """Empty every capability set (also inside a user namespace, where a uid change would not) and forbid
+    regaining privileges through setuid binaries."""
+    header, data = _CapHeader(0x20080522, 0), (_CapData * 2)()
     _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-    _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
 
 
 def wire_fds(stdin_fd: int, out_w: int, err_w: int, info_w: int) -> None:
@@ -205,12 +233,18 @@ def wire_fds(stdin_fd: int, out_w: int, err_w: int, info_w: int) -> None:
         if fd != target:
             os.dup2(fd, target)
     os.closerange(INFO_FD + 1, 1 << 16)
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8",
-                                 errors="surrogateescape")
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8",
-                                  errors="strict")
-    sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8",
-                                  errors="backslashreplace", line_buffering=True)
+    sys.stdin = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="surrogateescape"
+    )
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8", errors="strict"
+    )
+    sys.stderr = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+    )
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
 
 
@@ -238,7 +272,12 @@ def run(job: dict) -> int:
     except SystemExit as exc:
         exit_code = _exit_code(exc)
         if job.get("tests") is not None:
-            report({"program": "exit", "error": f"the program exited (SystemExit({exc.code!r})) before the tests"})
+            report(
+                {
+                    "program": "exit",
+                    "error": f"the program exited (SystemExit({exc.code!r})) before the tests",
+                }
+            )
             exit_code = exit_code or 1
     except MemoryError as exc:
         report({"memory": True})

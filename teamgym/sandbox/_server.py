@@ -1,9 +1,11 @@
 """The warm fork server: a clean interpreter that forks one jailed child per job.
 
-Started by :mod:`teamgym.sandbox.pool` as ``python -s _server.py SLOT WORKDIR_BASE HIDE_JSON`` with a scrubbed
+Started by :mod:`teamgym.sandbox.pool` as
+``python -s _server.py SLOT WORKDIR_BASE HIDE_JSON NAMESPACES(0|1)`` with a scrubbed
 environment. Stdlib only; never imports teamgym (the host may have torch and threads loaded, this process has
 neither). Protocol on stdin/stdout: 4-byte big-endian length + UTF-8 JSON. The server first writes a hello
-``{"isolation": {...}}``; then each request ``{"jobs": [...]}`` gets one reply ``{"results": [...]}`` in order.
+``{"isolation": {...}}``; then each request ``{"jobs": [...]}`` gets one reply ``{"results": [...]}``,
+in order.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import errno
 import json
 import os
 import select
+import shutil
 import signal
 import struct
 import sys
@@ -62,13 +65,14 @@ def _send(fd: int, message: dict) -> None:
     data = struct.pack(">I", len(body)) + body
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 class Server:
     """Runs jobs one at a time, each in a freshly cloned, jailed child."""
 
-    def __init__(self, base: str, hide: list[str]):
+    def __init__(self, base: str, hide: list[str], namespaces: bool = True):
+        self.namespaces = namespaces
         self.root = os.geteuid() == 0
         self.uid = UID_BASE + os.getpid() if self.root else os.geteuid()
         self.gid = UID_BASE + os.getpid() if self.root else os.getegid()
@@ -79,24 +83,49 @@ class Server:
         # The interpreter and its libraries stay visible even inside a hidden folder (pyenv lives in /root).
         needed = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *sys.path) if p})
         needed = [p for p in needed if os.path.isdir(p) and not any(_within(p, q) and p != q for q in needed)]
-        self.hide = [(p, [n for n in needed if _within(n, p)]) for p in hide
-                     if os.path.isdir(p) and not _within(base, p) and not any(_within(p, n) for n in needed)]
+        self.hide = [
+            (p, [n for n in needed if _within(n, p)])
+            for p in hide
+            if os.path.isdir(p) and not _within(base, p) and not any(_within(p, n) for n in needed)
+        ]
+        self.disk_mb = 64
         if self.root:
             self._kill_uid()  # jobs orphaned by a dead server that had our pid
         self.flags, self.warning = self._probe()
 
     def _cfg(self, flags: int) -> dict:
-        return {"flags": flags, "workdir": self.workdir, "uid": self.uid, "gid": self.gid,
-                "drop_uid": self.root, "hide": self.hide}
+        return {
+            "flags": flags,
+            "workdir": self.workdir,
+            "uid": self.uid,
+            "gid": self.gid,
+            "drop_uid": self.root,
+            "hide": self.hide,
+            "disk_mb": self.disk_mb,
+        }
 
     def _probe(self) -> tuple[int, str | None]:
         """Find the strongest isolation this kernel grants us: server namespaces, then per-job clone flags."""
-        errors = _jail.setup_server(self._cfg(0)) if os.uname().machine == "x86_64" else ["not x86_64"]
+        try:
+            if not self.namespaces:
+                errors = ["namespaces turned off by the caller"]
+            elif os.uname().machine != "x86_64":
+                errors = ["clone() with namespaces is only wired for x86_64"]
+            else:
+                errors = _jail.setup_server(self._cfg(0))
+        except OSError as exc:  # half set up: keep what worked, run jobs without per-job namespaces
+            errors = [f"server namespace setup failed: {exc}"]
         self.server_ns = not errors
-        job = {"timeout": 1, "memory_mb": 256, "file_mb": 1, "max_processes": 64, "max_open_files": 64,
-               "disk_mb": 1}
-        full = _jail.CLONE_NEWPID | _jail.CLONE_NEWNS | _jail.CLONE_NEWIPC
-        for flags in ((full, _jail.CLONE_NEWPID, 0) if self.server_ns else (0,)):
+        job = {
+            "timeout": 1,
+            "memory_mb": 256,
+            "file_mb": 1,
+            "max_processes": 64,
+            "max_open_files": 64,
+            "disk_mb": 1,
+        }
+        full = _jail.CLONE_NEWPID | _jail.CLONE_NEWIPC
+        for flags in (full, _jail.CLONE_NEWPID, 0) if self.server_ns else (0,):
             try:
                 pid = _jail.clone(flags)
             except OSError as exc:
@@ -113,33 +142,50 @@ class Server:
             if status == 0:
                 warning = None
                 if flags != full or errors:
-                    warning = ("the kernel refused namespaces (" + "; ".join(errors or ["jail setup failed"]) +
-                               f"): server namespaces {self.server_ns}, per-job clone flags 0x{flags:x}; "
-                               "see docs/sandbox.md for what is lost")
+                    warning = (
+                        "the kernel refused namespaces ("
+                        + "; ".join(errors or ["jail setup failed"])
+                        + f"): server namespaces {self.server_ns}, per-job clone flags 0x{flags:x}; "
+                        "see docs/sandbox.md for what is lost"
+                    )
                 return flags, warning
             errors.append(f"jail setup with clone flags 0x{flags:x} failed (exit status {status})")
         raise SystemExit("no isolation level works: " + "; ".join(errors))
 
     def isolation(self) -> dict:
         f = self.flags
-        return {"pid_ns": bool(f & _jail.CLONE_NEWPID), "mount_ns": self.server_ns and bool(f & _jail.CLONE_NEWNS),
-                "net_ns": self.server_ns, "user_ns": self.server_ns and not self.root,
-                "uid_drop": self.root, "warning": self.warning}
+        return {
+            "pid_ns": bool(f & _jail.CLONE_NEWPID),
+            "mount_ns": self.server_ns,
+            "net_ns": self.server_ns,
+            "user_ns": self.server_ns and not self.root,
+            "uid_drop": self.root,
+            "warning": self.warning,
+        }
 
     def run(self, job: dict) -> dict:
         try:
             return self._run(job)
         except OSError as exc:  # fork EAGAIN, pipe/fd exhaustion: the sandbox's failure, not the program's
-            return {"status": "error", "stdout": "", "stderr": "", "returncode": None, "duration": 0.0,
-                    "infra_error": f"sandbox could not run the job: {exc}"}
+            return {
+                "status": "error",
+                "stdout": "",
+                "stderr": "",
+                "returncode": None,
+                "duration": 0.0,
+                "infra_error": f"sandbox could not run the job: {exc}",
+            }
 
     def _run(self, job: dict) -> dict:
         stdin_fd = os.memfd_create("stdin", 0)
         os.write(stdin_fd, job["stdin"].encode("utf-8", "surrogateescape"))
         os.lseek(stdin_fd, 0, os.SEEK_SET)
         pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, info
-        isolated_dir = bool(self.flags & _jail.CLONE_NEWNS)
-        if not isolated_dir:
+        if self.server_ns:
+            if int(job["disk_mb"]) != self.disk_mb:
+                _jail.resize_workdir(self._cfg(self.flags), int(job["disk_mb"]))
+                self.disk_mb = int(job["disk_mb"])
+        else:
             if not os.path.isdir(self.workdir):
                 os.mkdir(self.workdir, 0o700)
             if self.root:
@@ -199,7 +245,7 @@ class Server:
                     continue
                 room = (limit if fd != fds[2] else 1 << 22) - sizes[fd]
                 if len(chunk) > room:
-                    chunk = chunk[:max(room, 0)]
+                    chunk = chunk[: max(room, 0)]
                     verdict = verdict or "output_limit"
                     self._kill(pid)
                 bufs[fd].append(chunk)
@@ -226,16 +272,34 @@ class Server:
         if not self.flags & _jail.CLONE_NEWPID:
             self._kill(pid)
             if self.root:
-                self._kill_uid()
-            import shutil
-
+                # Escaped daemons come back to us (child subreaper) once killed; a SIGKILLed process turns into a
+                # zombie a moment later, so kill and reap until none is left (bounded: nothing can stall us).
+                for _ in range(200):
+                    self._kill_uid()
+                    if not self._reap_orphans():
+                        break
+                    time.sleep(0.005)
+        if self.server_ns:  # the tmpfs stays; its content goes (every job process is dead by now)
+            for entry in os.scandir(self.workdir):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(entry.path)
+                    except OSError:
+                        pass
+        else:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        self._reap_orphans()
+
+    def _reap_orphans(self) -> bool:
+        """Reap every exited child; True if children are still alive."""
         while True:
             try:
                 if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
+                    return True
             except ChildProcessError:
-                break
+                return False
 
     def _kill_uid(self) -> None:
         """Kill every process of this server's job uid (all are its jobs'): kill(-1) run as that uid."""
@@ -252,8 +316,16 @@ class Server:
                 os._exit(0)
         os.waitpid(killer, 0)
 
-    def _result(self, job: dict, status: int, verdict: str | None, out: bytes, err: bytes, info: bytes,
-                duration: float) -> dict:
+    def _result(
+        self,
+        job: dict,
+        status: int,
+        verdict: str | None,
+        out: bytes,
+        err: bytes,
+        info: bytes,
+        duration: float,
+    ) -> dict:
         records = []
         for line in info.splitlines():
             try:
@@ -272,13 +344,25 @@ class Server:
             elif returncode < 0:
                 verdict = "killed"
             elif returncode == 125 and not out and not err:
-                return {"status": "error", "stdout": "", "stderr": "", "returncode": returncode,
-                        "duration": duration, "infra_error": "the job's jail could not be set up"}
+                return {
+                    "status": "error",
+                    "stdout": "",
+                    "stderr": "",
+                    "returncode": returncode,
+                    "duration": duration,
+                    "infra_error": "the job's jail could not be set up",
+                }
             else:
                 verdict = "error"
-        return {"status": verdict, "stdout": out.decode("utf-8", "replace"), "stderr": err.decode("utf-8", "replace"),
-                "returncode": returncode, "duration": duration, "infra_error": None,
-                "records": records if job.get("tests") is not None else None}
+        return {
+            "status": verdict,
+            "stdout": out.decode("utf-8", "replace"),
+            "stderr": err.decode("utf-8", "replace"),
+            "returncode": returncode,
+            "duration": duration,
+            "infra_error": None,
+            "records": records if job.get("tests") is not None else None,
+        }
 
 
 def main() -> None:
@@ -286,6 +370,7 @@ def main() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the host
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of degraded-mode jobs come back to be reaped
     base, hide = sys.argv[2], json.loads(sys.argv[3])  # argv[1], the slot, only names the process
+    namespaces = sys.argv[4] == "1"
     control_in, control_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -293,7 +378,10 @@ def main() -> None:
     os.close(devnull)
     for fd in (control_in, control_out):
         os.set_inheritable(fd, False)
-    server = Server(base, hide)
+    server = Server(base, hide, namespaces)
+    libc.prctl(
+        4, 0, 0, 0, 0
+    )  # PR_SET_DUMPABLE 0 (after the uid_map writes): no same-uid ptrace of the server
     _send(control_out, {"isolation": server.isolation(), "pid": os.getpid()})
     while True:
         try:

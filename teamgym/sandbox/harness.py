@@ -71,7 +71,7 @@ def outputs_match(actual: str, expected: str) -> bool:
 
 
 def split_assert(statement: str) -> tuple[str, Any] | None:
-    """``(expr_source, expected_value)`` for ``assert EXPR == LITERAL`` (either side literal), else ``None``."""
+    """``(expr_source, expected)`` for ``assert EXPR == LITERAL`` (either side literal), else ``None``."""
     try:
         tree = ast.parse(statement)
     except SyntaxError:
@@ -99,8 +99,10 @@ def humaneval_tests(test_source: str) -> tuple[str, list[str]]:
     tree = ast.parse(test_source)
     check = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
     if check is None:
-        raise InvalidArgumentError("the HumanEval test source has no `def check(candidate):`; pass the dataset's "
-                                   "'test' field, or give plain assert statements to run_tests")
+        raise InvalidArgumentError(
+            "the HumanEval test source has no `def check(candidate):`; pass the dataset's "
+            "'test' field, or give plain assert statements to run_tests"
+        )
     rest = [n for n in tree.body if n is not check]
     body = [n for n in check.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
     if body and all(isinstance(n, ast.Assert) for n in body):
@@ -123,7 +125,7 @@ def run_tests(
 
     Args:
         code: the program.
-        tests: ``(input, output)`` pairs or ``{"input", "output"}`` dicts for ``stdio``; statements for ``assert``.
+        tests: ``(input, output)`` pairs or ``{"input", "output"}`` dicts (stdio); statements (assert).
         kind: ``"stdio"`` or ``"assert"``.
         entry_point: assert kind: the function the program defines, bound to ``candidate`` for the tests.
         setup: assert kind: code run once after the program, before the tests (imports, helpers).
@@ -131,8 +133,16 @@ def run_tests(
         memory_mb: address-space limit.
         sandbox: the pool to use (default: the shared one).
     """
-    return run_matrix([code], tests, kind=kind, entry_point=entry_point, setup=setup, timeout=timeout,
-                      memory_mb=memory_mb, sandbox=sandbox)[0]
+    return run_matrix(
+        [code],
+        tests,
+        kind=kind,
+        entry_point=entry_point,
+        setup=setup,
+        timeout=timeout,
+        memory_mb=memory_mb,
+        sandbox=sandbox,
+    )[0]
 
 
 def run_matrix(
@@ -149,20 +159,27 @@ def run_matrix(
     """The execution matrix ``codes x tests`` (CURE), all through the pool in one go: ``[code][test]``."""
     box = sandbox or default_sandbox()
     if isinstance(codes, str):
-        raise InvalidArgumentError("codes must be a sequence of programs, got one str: wrap it as [code] or use "
-                                   "run_tests(code, tests)")
+        raise InvalidArgumentError(
+            "codes must be a sequence of programs, got one str: wrap it as [code] or use "
+            "run_tests(code, tests)"
+        )
     if kind == "stdio":
         pairs = [_stdio_pair(t, i) for i, t in enumerate(tests)]
-        jobs = [Job(code=c, stdin=inp, timeout=timeout, memory_mb=memory_mb).to_wire()
-                for c in codes for inp, _ in pairs]
+        jobs = [
+            Job(code=c, stdin=inp, timeout=timeout, memory_mb=memory_mb).to_wire()
+            for c in codes
+            for inp, _ in pairs
+        ]
         raw = box.run_wire(jobs)
         n = len(pairs)
         return [[_stdio_verdict(raw[ci * n + ti], *pairs[ti]) for ti in range(n)] for ci in range(len(codes))]
     if kind == "assert":
         statements = [_statement(t, i) for i, t in enumerate(tests)]
         plans = [split_assert(s) for s in statements]
-        wire_tests = [{"kind": "value", "expr": p[0]} if p else {"kind": "exec", "code": s}
-                      for s, p in zip(statements, plans)]
+        wire_tests = [
+            {"kind": "value", "expr": p[0]} if p else {"kind": "exec", "code": s}
+            for s, p in zip(statements, plans, strict=True)
+        ]
         budget = min(600.0, timeout * (len(statements) + 1))
         jobs = []
         for c in codes:
@@ -170,7 +187,9 @@ def run_matrix(
             job.update(tests=wire_tests, entry_point=entry_point, setup=setup, test_timeout=timeout)
             jobs.append(job)
         return [_assert_verdicts(r, statements, plans) for r in box.run_wire(jobs)]
-    raise InvalidArgumentError(f"kind={kind!r}: expected 'stdio' (input/output pairs) or 'assert' (statements)")
+    raise InvalidArgumentError(
+        f"kind={kind!r}: expected 'stdio' (input/output pairs) or 'assert' (statements)"
+    )
 
 
 def _stdio_pair(test: Any, index: int) -> tuple[str, str]:
@@ -178,20 +197,26 @@ def _stdio_pair(test: Any, index: int) -> tuple[str, str]:
         test = (test["input"], test["output"])
     if isinstance(test, (tuple, list)) and len(test) == 2 and all(isinstance(x, str) for x in test):
         return test[0], test[1]
-    raise InvalidArgumentError(f"stdio test #{index} is {test!r:.80}: expected an (input, output) pair of str "
-                               "or a dict with 'input' and 'output'")
+    raise InvalidArgumentError(
+        f"stdio test #{index} is {test!r:.80}: expected an (input, output) pair of str "
+        "or a dict with 'input' and 'output'"
+    )
 
 
 def _statement(test: Any, index: int) -> str:
     if not isinstance(test, str):
-        raise InvalidArgumentError(f"assert test #{index} is {type(test).__name__}: expected a Python statement "
-                                   "as str, e.g. 'assert candidate(2) == 4'")
+        raise InvalidArgumentError(
+            f"assert test #{index} is {type(test).__name__}: expected a Python statement "
+            "as str, e.g. 'assert candidate(2) == 4'"
+        )
     return test
 
 
 def _failure(raw: dict[str, Any], inp: str, expected: str, actual: str) -> TestVerdict:
     if raw.get("infra_error"):
-        return TestVerdict(False, "infra_error", inp, expected, actual, raw["infra_error"], raw["infra_error"])
+        return TestVerdict(
+            False, "infra_error", inp, expected, actual, raw["infra_error"], raw["infra_error"]
+        )
     tail = (raw.get("stderr") or "").strip().splitlines()
     reason = tail[-1] if tail else f"exit code {raw.get('returncode')}"
     return TestVerdict(False, raw["status"], inp, expected, actual, reason[:ACTUAL_CAP])
@@ -214,7 +239,7 @@ def _assert_verdicts(raw: dict[str, Any], statements: list[str], plans: list[Any
         if isinstance(r.get("i"), int):
             by_index.setdefault(r["i"], []).append(r)
     verdicts = []
-    for i, (statement, plan) in enumerate(zip(statements, plans)):
+    for i, (statement, plan) in enumerate(zip(statements, plans, strict=True)):
         expected = repr(plan[1]) if plan else ""
         got = by_index.get(i, [])
         if raw.get("infra_error"):
@@ -223,8 +248,16 @@ def _assert_verdicts(raw: dict[str, Any], statements: list[str], plans: list[Any
             reason = program[0].get("error") if len(program) == 1 else None
             verdict = _failure(raw, statement, expected, "")
             status = verdict.status if verdict.status != "ok" else "error"
-            verdicts.append(TestVerdict(False, status, statement, expected, "",
-                                        str(reason or verdict.error or "the program did not finish")[:ACTUAL_CAP]))
+            verdicts.append(
+                TestVerdict(
+                    False,
+                    status,
+                    statement,
+                    expected,
+                    "",
+                    str(reason or verdict.error or "the program did not finish")[:ACTUAL_CAP],
+                )
+            )
         elif len(got) != 1:  # none: the process died or ran out of time; several: the program forged records
             status = raw["status"] if not got and raw["status"] != "ok" else "error"
             reason = "no result: the process ended during this test" if not got else "duplicate test records"
@@ -253,7 +286,9 @@ def _record_verdict(record: Mapping[str, Any], statement: str, plan: Any, expect
         same = False
     if same:
         return TestVerdict(True, "passed", statement, expected, shown)
-    return TestVerdict(False, "wrong_answer", statement, expected, shown, "value differs from the expected one")
+    return TestVerdict(
+        False, "wrong_answer", statement, expected, shown, "value differs from the expected one"
+    )
 
 
 def decode_value(tagged: Any) -> Any:
@@ -261,14 +296,15 @@ def decode_value(tagged: Any) -> Any:
     if tagged is None or type(tagged) in (bool, int, str):
         return tagged
     if type(tagged) is dict and len(tagged) == 1:
-        (tag, payload), = tagged.items()
+        ((tag, payload),) = tagged.items()
         if tag == "int":
             return int(payload)
         if tag == "float":
             return float(payload)
         if tag in ("list", "tuple", "set", "frozenset"):
             return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](
-                decode_value(v) for v in payload)
+                decode_value(v) for v in payload
+            )
         if tag == "dict":
             return {decode_value(k): decode_value(v) for k, v in payload}
         if tag == "bytes":

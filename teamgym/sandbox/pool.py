@@ -31,12 +31,35 @@ _STARTUP_TIMEOUT = 30.0
 _warned: set[str] = set()
 
 
+_DIR_PREFIX = "teamgym-sandbox-pid"
+_stale_checked = False
+
+
+def _remove_stale_dirs() -> None:
+    """Remove server dirs left by hosts that were killed before they could clean up (once per process)."""
+    global _stale_checked
+    if _stale_checked:
+        return
+    _stale_checked = True
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        if not name.startswith(_DIR_PREFIX):
+            continue
+        try:
+            pid = int(name[len(_DIR_PREFIX) :].split("-", 1)[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
+
+
 class _ServerDied(Exception):
     pass
 
 
 def default_hide_paths() -> list[str]:
-    """Folders mounted empty inside every job: homes and dataset caches, where expected outputs usually live."""
+    """Folders mounted empty inside every job: homes and dataset caches, where expected outputs live."""
     paths = ["/root", "/home", os.path.expanduser("~")]
     for var in ("HF_HOME", "HF_DATASETS_CACHE", "XDG_CACHE_HOME", "TEAMGYM_DATA"):
         if os.environ.get(var):
@@ -47,20 +70,35 @@ def default_hide_paths() -> list[str]:
 class _Server:
     """One warm fork-server process, talking length-prefixed JSON over its stdin/stdout."""
 
-    def __init__(self, slot: int, hide: Sequence[str]):
+    def __init__(self, slot: int, hide: Sequence[str], namespaces: bool = True):
         self.lock = threading.Lock()
-        self.base = tempfile.mkdtemp(prefix=f"teamgym-sandbox-{slot}-")
+        _remove_stale_dirs()
+        self.base = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-{slot}-")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", _SERVER_SCRIPT, str(slot), self.base, json.dumps(list(hide))],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_SERVER_ENV, cwd=self.base,
-                start_new_session=True, close_fds=True,
+                [
+                    sys.executable,
+                    "-s",
+                    _SERVER_SCRIPT,
+                    str(slot),
+                    self.base,
+                    json.dumps(list(hide)),
+                    "1" if namespaces else "0",
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=_SERVER_ENV,
+                cwd=self.base,
+                start_new_session=True,
+                close_fds=True,
             )
             hello = self._read(time.monotonic() + _STARTUP_TIMEOUT)
         except (OSError, _ServerDied) as exc:
             self.close()
-            raise SandboxError(f"the sandbox server could not start ({exc}); see the server's stderr above. "
-                               "Check that /proc is mounted and that the Python executable can run.") from exc
+            raise SandboxError(
+                f"the sandbox server could not start ({exc}); see the server's stderr above. "
+                "Check that /proc is mounted and that the Python executable can run."
+            ) from exc
         self.isolation: dict[str, Any] = hello["isolation"]
         warning = self.isolation.get("warning")
         if warning and warning not in _warned:
@@ -123,19 +161,26 @@ class Sandbox:
         workers: servers (parallel jobs); default ``os.cpu_count()``.
         hide_paths: folders mounted empty inside each job (default :func:`default_hide_paths`); put datasets
             holding expected outputs here.
+        namespaces: False skips all namespaces, as on a kernel that refuses them: the degraded mode, for
+            testing it. Leave True in production.
 
     >>> with Sandbox(workers=2) as box:
     ...     box.run_python("print(input()[::-1])", "abc").stdout
     'cba\\n'
     """
 
-    def __init__(self, workers: int | None = None, *, hide_paths: Iterable[str] | None = None):
+    def __init__(
+        self, workers: int | None = None, *, hide_paths: Iterable[str] | None = None, namespaces: bool = True
+    ):
         workers = os.cpu_count() or 1 if workers is None else workers
         if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= 1024:
-            raise InvalidArgumentError(f"workers={workers!r}: expected an int in [1, 1024] or None for "
-                                       f"os.cpu_count() ({os.cpu_count()})")
+            raise InvalidArgumentError(
+                f"workers={workers!r}: expected an int in [1, 1024] or None for "
+                f"os.cpu_count() ({os.cpu_count()})"
+            )
         self.workers = workers
         self.hide_paths = list(default_hide_paths() if hide_paths is None else hide_paths)
+        self.namespaces = namespaces
         self._servers: list[_Server | None] = [None] * workers
         self._start_lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
@@ -144,7 +189,8 @@ class Sandbox:
 
     @property
     def isolation(self) -> dict[str, Any]:
-        """What the kernel granted: ``pid_ns``, ``mount_ns``, ``net_ns``, ``user_ns``, ``uid_drop``, ``warning``."""
+        """What the kernel granted: ``pid_ns``, ``mount_ns``, ``net_ns``, ``user_ns``, ``uid_drop``,
+        ``warning``."""
         return self._server(0).isolation
 
     def run_python(self, code: str, stdin: str = "", **limits: Any) -> ExecResult:
@@ -193,7 +239,7 @@ class Sandbox:
             except queue.Empty:
                 return
             batch = [wire[i] for i in chunk]
-            for i, result in zip(chunk, self._submit(slot, batch)):
+            for i, result in zip(chunk, self._submit(slot, batch), strict=True):
                 results[i] = result
 
     def _submit(self, slot: int, batch: list[dict]) -> list[dict]:
@@ -207,8 +253,16 @@ class Sandbox:
                 self._restart(slot, server)
         if len(batch) > 1:  # find which job broke it: rerun each alone on a fresh server
             return [self._submit(slot, [job])[0] for job in batch]
-        return [{"status": "error", "stdout": "", "stderr": "", "returncode": None, "duration": 0.0,
-                 "infra_error": f"the sandbox server died while running this job ({reason}); it was restarted"}]
+        return [
+            {
+                "status": "error",
+                "stdout": "",
+                "stderr": "",
+                "returncode": None,
+                "duration": 0.0,
+                "infra_error": f"the sandbox server died while running this job ({reason}); it was restarted",
+            }
+        ]
 
     def _server(self, slot: int) -> _Server:
         server = self._servers[slot]
@@ -220,7 +274,7 @@ class Sandbox:
                         raise SandboxError("this Sandbox is closed: create a new one")
                     if server is not None:
                         server.close()
-                    server = self._servers[slot] = _Server(slot, self.hide_paths)
+                    server = self._servers[slot] = _Server(slot, self.hide_paths, self.namespaces)
         return server
 
     def _restart(self, slot: int, server: _Server) -> None:

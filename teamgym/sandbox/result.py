@@ -18,16 +18,19 @@ class ExecResult:
     """The outcome of one untrusted program.
 
     Attributes:
-        status: ``ok`` (exit 0), ``error`` (non-zero exit, uncaught exception, syntax error), ``timeout`` (wall
-            deadline or CPU limit hit), ``memory`` (MemoryError: the address-space limit), ``output_limit``
-            (stdout or stderr passed the cap; the process was killed), ``killed`` (ended by a signal it did not
-            get from the deadline: segfault, abort, killing itself).
-        stdout: standard output, decoded as UTF-8 with undecodable bytes replaced, at most ``output_limit`` bytes.
+        status: ``ok`` (exit 0), ``error`` (non-zero exit, uncaught exception, syntax error), ``timeout``
+            (wall deadline or CPU limit hit), ``memory`` (MemoryError: the address-space limit),
+            ``output_limit`` (stdout or stderr passed the cap; the process was killed), ``killed`` (ended by
+            a signal it did not get from the deadline: segfault, abort, killing itself).
+        stdout: standard output, decoded as UTF-8 with undecodable bytes replaced, at most ``output_limit``
+            bytes.
         stderr: standard error, same rules.
-        returncode: the exit code, negative for a signal (``-9`` after a deadline kill); ``None`` if it never ran.
+        returncode: the exit code, negative for a signal (``-9`` after a deadline kill); ``None`` if it
+            never ran.
         duration: wall seconds from start to exit. The only field that varies from run to run.
-        infra_error: ``None`` unless the sandbox itself failed (its server died, fork hit EAGAIN, the job never
-            started). Never the program's fault: trainers should drop such samples instead of penalising them.
+        infra_error: ``None`` unless the sandbox itself failed (its server died, fork hit EAGAIN, the job
+            never started). Never the program's fault: trainers should drop such samples instead of
+            penalising them.
     """
 
     status: Status
@@ -71,18 +74,32 @@ class Job:
 
     def __post_init__(self) -> None:
         if not isinstance(self.code, str):
-            raise InvalidArgumentError(f"code must be a str of Python source, got {type(self.code).__name__}: "
-                                       "decode bytes first (e.g. code.decode('utf-8', 'replace'))")
+            raise InvalidArgumentError(
+                f"code must be a str of Python source, got {type(self.code).__name__}: "
+                "decode bytes first (e.g. code.decode('utf-8', 'replace'))"
+            )
         if not isinstance(self.stdin, str):
             raise InvalidArgumentError(f"stdin must be a str, got {type(self.stdin).__name__}: pass text")
-        if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and 0 < self.timeout <= 600):
-            raise InvalidArgumentError(f"timeout={self.timeout!r}: expected seconds in (0, 600]; e.g. timeout=1.0")
-        for name, low in (("memory_mb", 32), ("output_limit", 1), ("file_mb", 1), ("disk_mb", 1),
-                          ("max_processes", 1), ("max_open_files", 8)):
+        if not (
+            isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and 0 < self.timeout <= 600
+        ):
+            raise InvalidArgumentError(
+                f"timeout={self.timeout!r}: expected seconds in (0, 600]; e.g. timeout=1.0"
+            )
+        for name, low in (
+            ("memory_mb", 32),
+            ("output_limit", 1),
+            ("file_mb", 1),
+            ("disk_mb", 1),
+            ("max_processes", 1),
+            ("max_open_files", 8),
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise InvalidArgumentError(f"{name}={value!r}: expected an int >= {low}; "
-                                           f"leave it out for the default {_DEFAULTS[name]}")
+                raise InvalidArgumentError(
+                    f"{name}={value!r}: expected an int >= {low}; "
+                    f"leave it out for the default {_DEFAULTS[name]}"
+                )
 
     @classmethod
     def coerce(cls, job: Job | Mapping[str, Any] | str) -> Job:
@@ -94,8 +111,10 @@ class Job:
         if isinstance(job, Mapping):
             unknown = set(job) - set(_DEFAULTS) - {"code"}
             if unknown:
-                raise InvalidArgumentError(f"unknown job field(s) {sorted(unknown)}: expected a subset of "
-                                           f"{['code', *_DEFAULTS]}; remove or rename them")
+                raise InvalidArgumentError(
+                    f"unknown job field(s) {sorted(unknown)}: expected a subset of "
+                    f"{['code', *_DEFAULTS]}; remove or rename them"
+                )
             if "code" not in job:
                 raise InvalidArgumentError("a job dict needs a 'code' key holding Python source")
             return cls(**job)

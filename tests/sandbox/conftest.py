@@ -95,7 +95,7 @@ def leftovers(box: Sandbox) -> tuple[list[int], list[str]]:
     files = []
     for server in box._servers:
         if server is not None:
-            for dirpath, dirnames, filenames in os.walk(server.base):
+            for dirpath, _, filenames in os.walk(server.base):
                 files += [os.path.join(dirpath, f) for f in filenames]
     return job_processes(box), files
 

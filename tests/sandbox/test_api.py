@@ -29,8 +29,9 @@ def test_run_many_keeps_order_and_accepts_jobs_dicts_and_str() -> None:
 
 
 def test_statuses_are_documented(box: Sandbox) -> None:
-    results = box.run_many(["pass", "1/0", "while True: pass", "bytearray(2**40)", "print('x' * 50)",
-                            "import os; os.abort()"], )
+    results = box.run_many(
+        ["pass", "1/0", "while True: pass", "bytearray(2**40)", "print('x' * 50)", "import os; os.abort()"],
+    )
     assert {r.status for r in results} <= set(STATUSES)
     for status in STATUSES:
         assert f"``{status}``" in sandbox.__doc__
@@ -73,8 +74,15 @@ def test_isolation_report(box: Sandbox) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"timeout": 0}, {"timeout": float("nan")}, {"timeout": -1}, {"memory_mb": 1}, {"memory_mb": "512"},
-     {"output_limit": 0}, {"max_processes": True}],
+    [
+        {"timeout": 0},
+        {"timeout": float("nan")},
+        {"timeout": -1},
+        {"memory_mb": 1},
+        {"memory_mb": "512"},
+        {"output_limit": 0},
+        {"max_processes": True},
+    ],
 )
 def test_bad_limits_are_rejected(kwargs: dict) -> None:
     with pytest.raises(InvalidArgumentError) as info:
@@ -118,3 +126,19 @@ def test_closed_sandbox_raises() -> None:
     assert not any(os.path.exists(b) for b in bases)
     with pytest.raises(SandboxError, match="closed"):
         box.run_python("print(1)")
+
+
+def test_dirs_of_killed_hosts_are_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import tempfile
+
+    from teamgym.sandbox import pool
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid is now free: a host that was SIGKILLed before cleaning up
+    stale = os.path.join(tempfile.gettempdir(), f"{pool._DIR_PREFIX}{dead.pid}-0-abc")
+    os.makedirs(os.path.join(stale, "job"))
+    monkeypatch.setattr(pool, "_stale_checked", False)
+    with Sandbox(workers=1) as box:
+        box.run_python("pass")
+    assert not os.path.exists(stale)

@@ -18,9 +18,16 @@ from teamgym.sandbox import (
 from teamgym.sandbox.harness import decode_value, split_assert
 
 DOUBLE = "def double(x):\n    return 2 * x\n"
-ASSERTS = ["assert double(2) == 4", "assert double(-1) == -2", "assert double('a') == 'aa'",
-           "assert abs(double(0.5) - 1.0) < 1e-9", "assert [double(i) for i in range(3)] == [0, 2, 4]",
-           "assert double(3) == 7", "import math\nassert math.isclose(double(1.5), 3.0)", "assert double(1) == 2"]
+ASSERTS = [
+    "assert double(2) == 4",
+    "assert double(-1) == -2",
+    "assert double('a') == 'aa'",
+    "assert abs(double(0.5) - 1.0) < 1e-9",
+    "assert [double(i) for i in range(3)] == [0, 2, 4]",
+    "assert double(3) == 7",
+    "import math\nassert math.isclose(double(1.5), 3.0)",
+    "assert double(1) == 2",
+]
 EXPECTED = [True, True, True, True, True, False, True, True]
 
 
@@ -32,7 +39,9 @@ def test_assert_verdicts(box: Sandbox) -> None:
 
 
 def test_entry_point_is_candidate(box: Sandbox) -> None:
-    verdicts = run_tests(DOUBLE, ["assert candidate(4) == 8"], kind="assert", entry_point="double", sandbox=box)
+    verdicts = run_tests(
+        DOUBLE, ["assert candidate(4) == 8"], kind="assert", entry_point="double", sandbox=box
+    )
     assert verdicts[0].passed
 
 
@@ -48,8 +57,11 @@ def test_matrix_shape_and_order(box: Sandbox) -> None:
     codes = ["print(int(input()) + 1)", "print(int(input()) * 2)", "while True: pass"]
     tests = [("1", "2"), ("2", "3"), ("2", "4")]
     matrix = run_matrix(codes, tests, sandbox=box, timeout=0.5)
-    assert [[v.passed for v in row] for row in matrix] == [[True, True, False], [True, False, True],
-                                                           [False, False, False]]
+    assert [[v.passed for v in row] for row in matrix] == [
+        [True, True, False],
+        [True, False, True],
+        [False, False, False],
+    ]
     assert {v.status for v in matrix[2]} == {"timeout"}
 
 
@@ -67,8 +79,13 @@ def test_verdicts_are_deterministic(box: Sandbox) -> None:
 
 def test_per_test_timeout_keeps_the_rest(box: Sandbox) -> None:
     code = "def f(x):\n    while x == 0:\n        pass\n    return x\n"
-    verdicts = run_tests(code, ["assert f(1) == 1", "assert f(0) == 0", "assert f(2) == 2"], kind="assert",
-                         timeout=0.5, sandbox=box)
+    verdicts = run_tests(
+        code,
+        ["assert f(1) == 1", "assert f(0) == 0", "assert f(2) == 2"],
+        kind="assert",
+        timeout=0.5,
+        sandbox=box,
+    )
     assert [v.status for v in verdicts] == ["passed", "timeout", "passed"]
 
 
@@ -78,14 +95,17 @@ HACKS = {
     "raise_systemexit": "raise SystemExit",
     "fake_verdict_markers": "print('PASSED\\n' * 100)\nprint('All tests passed: 8/8 OK')",
     "always_equal": "class Any:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
-                    "def double(x):\n    return Any()",
+    "def double(x):\n    return Any()",
     "patched_builtins": "import builtins\nbuiltins.abs = lambda x: 0\nbuiltins.isinstance = lambda *a: True\n"
-                        "def double(x):\n    return 0",
-    "patched_assertionerror": "import builtins\nclass Never(Exception):\n    pass\nbuiltins.AssertionError = Never\n"
-                              "def double(x):\n    return 0",
-    "int_subclass": "class I(int):\n    def __eq__(self, o):\n        return True\ndef double(x):\n    return I(0)",
-    "forged_records": "import os\nfor i in range(8):\n    os.write(3, ('{\"i\": %d, \"ok\": true}\\n' % i).encode())\n"
-                      "os._exit(0)",
+    "def double(x):\n    return 0",
+    "patched_assertionerror": "import builtins\nclass Never(Exception):\n    pass\n"
+    "builtins.AssertionError = Never\n"
+    "def double(x):\n    return 0",
+    "int_subclass": "class I(int):\n    def __eq__(self, o):\n        return True\n"
+    "def double(x):\n    return I(0)",
+    "forged_records": "import os\nfor i in range(8):\n"
+    '    os.write(3, (\'{"i": %d, "ok": true}\\n\' % i).encode())\n'
+    "os._exit(0)",
     "exit_inside_call": "import os\ndef double(x):\n    os._exit(0)",
     "catch_everything_exit": "import sys\ndef double(x):\n    sys.exit(0)",
 }
@@ -99,8 +119,10 @@ def test_reward_hacks_fail(box: Sandbox, name: str) -> None:
 
 def test_stdio_hacks_fail(box: Sandbox) -> None:
     secret = "EXPECTED-OUTPUT-7f3a"
-    hunt = ("import gc, sys\nfound = [o for o in gc.get_objects() if isinstance(o, (str, dict)) and "
-            f"'{secret[:8]}' in str(o)]\nprint(found)")
+    hunt = (
+        "import gc, sys\nfound = [o for o in gc.get_objects() if isinstance(o, (str, dict)) and "
+        f"'{secret[:8]}' in str(o)]\nprint(found)"
+    )
     verdicts = run_tests(hunt, [("1", secret)], sandbox=box)
     assert not verdicts[0].passed and secret not in verdicts[0].actual
     assert not run_tests("import sys\nsys.exit(0)", [("1", "1")], sandbox=box)[0].passed
@@ -113,11 +135,15 @@ def test_program_error_fails_every_test(box: Sandbox) -> None:
 
 
 def test_humaneval_split() -> None:
-    source = ("METADATA = {}\n\ndef check(candidate):\n    assert candidate(1) == 2\n"
-              "    assert abs(candidate(0.5) - 1.0) < 1e-6\n")
+    source = (
+        "METADATA = {}\n\ndef check(candidate):\n    assert candidate(1) == 2\n"
+        "    assert abs(candidate(0.5) - 1.0) < 1e-6\n"
+    )
     setup, statements = humaneval_tests(source)
-    assert "METADATA" in setup and statements == ["assert candidate(1) == 2",
-                                                  "assert abs(candidate(0.5) - 1.0) < 1e-06"]
+    assert "METADATA" in setup and statements == [
+        "assert candidate(1) == 2",
+        "assert abs(candidate(0.5) - 1.0) < 1e-06",
+    ]
     loop = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == 2 * i\n"
     assert humaneval_tests(loop) == (loop, ["check(candidate)"])
     with pytest.raises(InvalidArgumentError, match="check"):
@@ -159,8 +185,11 @@ def test_normalize_output() -> None:
 
 plain = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
-    | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 

@@ -22,18 +22,25 @@ TIMEOUT = 1.0
 CANARY_DIR = f"/tmp/teamgym-sandbox-canary-{uuid.uuid4().hex[:8]}"
 
 HOSTILE: dict[str, tuple[str, set[str]]] = {
-    "fork_bomb": ("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
-                  {"timeout"}),
+    "fork_bomb": (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+        {"timeout"},
+    ),
     "memory_bomb": ("x = []\nwhile True:\n    x.append(bytearray(10**7))", {"memory"}),
     "alloc_20gb": ("x = bytearray(20 * 1024**3)", {"memory"}),
     "infinite_loop": ("while True:\n    pass", {"timeout"}),
     "sleep_past_deadline": ("import time\ntime.sleep(60)", {"timeout"}),
-    "sigterm_ignored": ("import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass",
-                        {"timeout"}),
-    "spinning_threads": ("import threading\ndef spin():\n    while True:\n        pass\n"
-                         "for _ in range(8):\n    threading.Thread(target=spin, daemon=True).start()\nspin()",
-                         {"timeout"}),
-    "daemonized_grandchild": (textwrap.dedent(f"""
+    "sigterm_ignored": (
+        "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass",
+        {"timeout"},
+    ),
+    "spinning_threads": (
+        "import threading\ndef spin():\n    while True:\n        pass\n"
+        "for _ in range(8):\n    threading.Thread(target=spin, daemon=True).start()\nspin()",
+        {"timeout"},
+    ),
+    "daemonized_grandchild": (
+        textwrap.dedent(f"""
         import os, time
         if os.fork() == 0:
             os.setsid()
@@ -47,11 +54,16 @@ HOSTILE: dict[str, tuple[str, set[str]]] = {
                 os._exit(0)
             os._exit(0)
         print("parent done")
-        """), {"ok"}),
+        """),
+        {"ok"},
+    ),
     "orphaned_popen": ("import subprocess\nsubprocess.Popen(['sleep', '30'])\nprint('bye')", {"ok"}),
-    "disk_10gb": ("with open('big', 'wb') as f:\n    for _ in range(10240):\n        f.write(b'x' * 2**20)",
-                  {"error"}),
-    "write_outside": (textwrap.dedent(f"""
+    "disk_10gb": (
+        "with open('big', 'wb') as f:\n    for _ in range(10240):\n        f.write(b'x' * 2**20)",
+        {"error"},
+    ),
+    "write_outside": (
+        textwrap.dedent(f"""
         import os
         written = []
         for path in ("{CANARY_DIR}/x", "/tmp/teamgym-escape", "/dev/shm/teamgym-escape", "/var/tmp/x",
@@ -63,18 +75,29 @@ HOSTILE: dict[str, tuple[str, set[str]]] = {
             except OSError:
                 pass
         print(written)
-        """), {"ok"}),
-    "kill_minus_one": ("import os, signal, subprocess\nsubprocess.Popen(['sleep', '30'])\n"
-                       "os.kill(-1, signal.SIGKILL)\nprint('survived')", {"ok", "killed"}),
+        """),
+        {"ok"},
+    ),
+    "kill_minus_one": (
+        "import os, signal, subprocess\nsubprocess.Popen(['sleep', '30'])\n"
+        "os.kill(-1, signal.SIGKILL)\nprint('survived')",
+        {"ok", "killed"},
+    ),
     "kill_parent": ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", {"killed", "error", "ok"}),
     "ctypes_segfault": ("import ctypes\nctypes.string_at(0)", {"killed"}),
     "deep_recursion": ("def f(n):\n    return f(n + 1)\nf(0)", {"error"}),
-    "deep_recursion_unlimited": ("import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1)\nf(0)",
-                                 {"killed", "error", "memory", "timeout"}),
-    "stdout_100mb": ("import sys\nchunk = 'x' * 2**20\nfor _ in range(100):\n    sys.stdout.write(chunk)",
-                     {"output_limit"}),
-    "stderr_100mb": ("import sys\nchunk = 'x' * 2**20\nfor _ in range(100):\n    sys.stderr.write(chunk)",
-                     {"output_limit"}),
+    "deep_recursion_unlimited": (
+        "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1)\nf(0)",
+        {"killed", "error", "memory", "timeout"},
+    ),
+    "stdout_100mb": (
+        "import sys\nchunk = 'x' * 2**20\nfor _ in range(100):\n    sys.stdout.write(chunk)",
+        {"output_limit"},
+    ),
+    "stderr_100mb": (
+        "import sys\nchunk = 'x' * 2**20\nfor _ in range(100):\n    sys.stderr.write(chunk)",
+        {"output_limit"},
+    ),
     "close_stdout": ("import os, time\nos.close(1)\nos.close(2)\ntime.sleep(0.1)", {"ok"}),
     "close_all_fds": ("import os\nos.closerange(0, 4096)\nwhile True:\n    pass", {"timeout"}),
     "exit_code_3": ("import sys\nsys.exit(3)", {"error"}),
@@ -82,7 +105,10 @@ HOSTILE: dict[str, tuple[str, set[str]]] = {
     "exit_message": ("raise SystemExit('bad things')", {"error"}),
     "syntax_error": ("def f(:\n    pass", {"error"}),
     "binary_garbage": ("import sys\nsys.stdout.buffer.write(bytes(range(256)) * 64)", {"ok"}),
-    "stop_self": ("import os, signal, time\nos.kill(os.getpid(), signal.SIGSTOP)\ntime.sleep(60)", {"timeout"}),
+    "stop_self": (
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGSTOP)\ntime.sleep(60)",
+        {"timeout"},
+    ),
     "fd_exhaustion": ("fs = []\nwhile True:\n    fs.append(open('/dev/null'))", {"error"}),
     "abort": ("import os\nos.abort()", {"killed"}),
 }
@@ -172,7 +198,10 @@ def test_no_network_to_loopback_listener(box: Sandbox) -> None:
     listener.settimeout(0.5)
     port = listener.getsockname()[1]
     try:
-        code = f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=0.5)\nprint('connected')"
+        code = (
+            f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=0.5)\n"
+            "print('connected')"
+        )
         result = box.run_python(code)
         assert result.status == "error" and "connected" not in result.stdout
         with pytest.raises(socket.timeout):
@@ -182,7 +211,10 @@ def test_no_network_to_loopback_listener(box: Sandbox) -> None:
 
 
 def test_cannot_signal_the_host(box: Sandbox) -> None:
-    code = f"import os, signal\nos.kill({os.getpid()}, signal.SIGKILL)\nos.kill(-{os.getpgid(0)}, signal.SIGKILL)"
+    code = (
+        f"import os, signal\nos.kill({os.getpid()}, signal.SIGKILL)\n"
+        f"os.kill(-{os.getpgid(0)}, signal.SIGKILL)"
+    )
     result = box.run_python(code)
     assert result.status == "error"  # ProcessLookupError: the host is not in the job's PID namespace
     assert all(os.kill(pid, 0) is None for pid in [os.getpid()])

@@ -1,0 +1,263 @@
+"""Sandbox throughput: teamgym's warm fork servers against the two usual ways of running model code.
+
+    python benchmarks/sandbox_throughput.py            # defaults: 400 jobs per cell, workers 2 and 16
+    python benchmarks/sandbox_throughput.py --jobs 1000 --workers 2 4 16
+
+Side by side, in one run, for a trivial program and a HumanEval-style check (a function and 8 asserts):
+
+* (a) ``teamgym.sandbox``: full isolation (PID/mount/IPC namespaces per job, net + read-only mounts per
+  server, rlimits, uid drop as root, tmpfs cwd, output cap).
+* (b) a fresh ``python`` subprocess per job that sets its own rlimits before running the code (the
+  LiveCodeBench / PettingLLMs pattern), new session, ``workers`` threads.
+* (c) a bare fork per job from a warm worker that ``exec``s the code, no isolation and no limits (the CURE
+  pattern; the speed of light for any forking design), ``workers`` processes.
+
+Reported: jobs/s (``workers`` in parallel), p50/p99 latency of one job alone on an idle pool, peak memory
+(PSS of the benchmark process and all its descendants, sampled every 20 ms), and the ratios a/b and a/c.
+Targets: a >= 3x b and a >= 0.8x c.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from teamgym.sandbox import Sandbox  # noqa: E402
+
+TRIVIAL = ("print(sum(map(int, input().split())))", "1 2", "3")
+HUMANEVAL = (
+    """
+def has_close_elements(numbers, threshold):
+    for i, a in enumerate(numbers):
+        for j, b in enumerate(numbers):
+            if i != j and abs(a - b) < threshold:
+                return True
+    return False
+
+assert has_close_elements([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True
+assert has_close_elements([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.05) == False
+assert has_close_elements([1.0, 2.0, 5.9, 4.0, 5.0], 0.95) == True
+assert has_close_elements([1.0, 2.0, 5.9, 4.0, 5.0], 0.8) == False
+assert has_close_elements([1.0, 2.0, 3.0, 4.0, 5.0, 2.0], 0.1) == True
+assert has_close_elements([1.1, 2.2, 3.1, 4.1, 5.1], 1.0) == True
+assert has_close_elements([1.1, 2.2, 3.1, 4.1, 5.1], 0.5) == False
+assert has_close_elements([], 0.5) == False
+print("ok")
+""",
+    "",
+    "ok",
+)
+TIMEOUT = 5.0
+
+
+# (b) fresh interpreter per job, with rlimits --------------------------------------------------------------
+# rlimits are set by the fresh interpreter itself, as LiveCodeBench's reliability_guard does (preexec_fn is
+# unsafe in a threaded parent).
+_GUARD = (
+    "import resource as r\n"
+    "for k, v in ((r.RLIMIT_AS, 512 << 20), (r.RLIMIT_CPU, 6), (r.RLIMIT_FSIZE, 16 << 20)):\n"
+    "    r.setrlimit(k, (v, v))\n"
+    "exec(compile(__import__('sys').argv[1], 'solution.py', 'exec'), {'__name__': '__main__'})\n"
+)
+
+
+def _fresh(code: str, stdin: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", _GUARD, code],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        start_new_session=True,
+    )
+    return done.stdout
+
+
+# (c) bare fork + exec(code) from a warm worker, no isolation ------------------------------------------------
+def _bare_job(code: str, stdin: str) -> str:
+    out_r, out_w = os.pipe()
+    in_r, in_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(in_w)
+        os.close(out_r)
+        os.dup2(in_r, 0)
+        os.dup2(out_w, 1)
+        code_ = 0
+        try:
+            sys.stdin = open(0, closefd=False)
+            sys.stdout = open(1, "w", closefd=False)
+            exec(compile(code, "solution.py", "exec"), {"__name__": "__main__"})
+            sys.stdout.flush()
+        except BaseException:
+            code_ = 1
+        finally:
+            os._exit(code_)
+    os.close(out_w)
+    os.close(in_r)
+    os.write(in_w, stdin.encode())
+    os.close(in_w)
+    chunks = []
+    while chunk := os.read(out_r, 65536):
+        chunks.append(chunk)
+    os.close(out_r)
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode()
+
+
+def _bare_pool(jobs: list[tuple[str, str]], workers: int) -> list[str]:
+    """Static split over ``workers`` forked processes, each forking per job."""
+    readers = []
+    for w in range(workers):
+        r, wfd = os.pipe()
+        if os.fork() == 0:
+            os.close(r)
+            outs = [_bare_job(c, s) for c, s in jobs[w::workers]]
+            os.write(wfd, json.dumps(outs).encode())
+            os._exit(0)
+        os.close(wfd)
+        readers.append(r)
+    results: list[str] = [""] * len(jobs)
+    for w, r in enumerate(readers):
+        data = b""
+        while chunk := os.read(r, 1 << 20):
+            data += chunk
+        os.close(r)
+        results[w::workers] = json.loads(data)
+    for _ in readers:
+        os.wait()
+    return results
+
+
+# measurement ---------------------------------------------------------------------------------------------
+class PeakMemory:
+    """Peak PSS (MiB) of this process and all its descendants, sampled in a thread."""
+
+    def __init__(self) -> None:
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, _tree_pss_mb(os.getpid()))
+
+
+def _tree_pss_mb(root: int) -> float:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as fh:
+                total += next(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            continue
+    return total / 1024
+
+
+def _latencies(run_one: Callable[[], object], n: int) -> tuple[float, float]:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        run_one()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return statistics.median(times) * 1000, times[min(len(times) - 1, int(len(times) * 0.99))] * 1000
+
+
+def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: int) -> dict[str, dict]:
+    code, stdin, expected = program
+    jobs = [(code, stdin)] * n_jobs
+    rows: dict[str, dict] = {}
+
+    with Sandbox(workers=workers) as box:
+        box.run_many([{"code": code, "stdin": stdin}] * workers * 2)  # start the servers
+        with PeakMemory() as mem:
+            start = time.perf_counter()
+            outs = [
+                r.stdout for r in box.run_many([{"code": c, "stdin": s, "timeout": TIMEOUT} for c, s in jobs])
+            ]
+            wall = time.perf_counter() - start
+        lat = _latencies(lambda: box.run_python(code, stdin, timeout=TIMEOUT), n_latency)
+    rows["a"] = _row(outs, expected, wall, lat, mem.peak)
+
+    with PeakMemory() as mem, ThreadPoolExecutor(workers) as pool:
+        start = time.perf_counter()
+        outs = list(pool.map(lambda job: _fresh(*job), jobs))
+        wall = time.perf_counter() - start
+    rows["b"] = _row(outs, expected, wall, _latencies(lambda: _fresh(code, stdin), n_latency), mem.peak)
+
+    with PeakMemory() as mem:
+        start = time.perf_counter()
+        outs = _bare_pool(jobs, workers)
+        wall = time.perf_counter() - start
+    rows["c"] = _row(outs, expected, wall, _latencies(lambda: _bare_job(code, stdin), n_latency), mem.peak)
+    return rows
+
+
+def _row(outs: list[str], expected: str, wall: float, lat: tuple[float, float], peak: float) -> dict:
+    wrong = sum(o.strip() != expected for o in outs)
+    if wrong:
+        raise SystemExit(f"{wrong} wrong outputs: the benchmark is invalid")
+    return {"jobs_s": len(outs) / wall, "p50": lat[0], "p99": lat[1], "mem": peak}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=400, help="jobs per cell (default 400)")
+    parser.add_argument("--latency-jobs", type=int, default=100, help="sequential jobs for p50/p99")
+    parser.add_argument("--workers", type=int, nargs="+", default=[2, 16])
+    args = parser.parse_args()
+    names = {"a": "(a) teamgym.sandbox", "b": "(b) fresh python + rlimits", "c": "(c) bare fork + exec"}
+    with Sandbox(workers=1) as probe:
+        iso = probe.isolation
+    print(
+        f"machine: {os.cpu_count()} cores, uid {os.geteuid()}, Python {sys.version.split()[0]}; "
+        f"isolation: {', '.join(k for k, v in iso.items() if v is True)}"
+    )
+    print()
+    print("| program | workers | runner | jobs/s | p50 ms | p99 ms | peak PSS MiB | a / this |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, program in (("trivial", TRIVIAL), ("HumanEval 8 asserts", HUMANEVAL)):
+        for workers in args.workers:
+            rows = bench(program, workers, args.jobs, args.latency_jobs)
+            for key in "abc":
+                r = rows[key]
+                ratio = "" if key == "a" else f"{rows['a']['jobs_s'] / r['jobs_s']:.2f}x"
+                print(
+                    f"| {label} | {workers} | {names[key]} | {r['jobs_s']:.0f} | {r['p50']:.1f} | "
+                    f"{r['p99']:.1f} | {r['mem']:.0f} | {ratio} |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
