@@ -22,7 +22,7 @@ import torch
 
 import teamgym
 from teamgym.algos import dynamic_sampling_mask, informative_groups_per_1000
-from teamgym.errors import InvalidArgumentError
+from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling
 from teamgym.rollout.hf import HFPolicy
 from teamgym.rollout.sampling import SamplingParams
@@ -269,9 +269,12 @@ class Trainer:
         c = self.config
         bar = None
         if c.progress_bar:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=c.steps, initial=self.step, desc="RL steps", unit="step")
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                logger.warning("tqdm is not installed: no progress bar (pip install tqdm)")
+            else:
+                bar = tqdm(total=c.steps, initial=self.step, desc="RL steps", unit="step")
         try:
             while self.step < c.steps:
                 row = self._rl_step()
@@ -359,7 +362,10 @@ class Trainer:
             "wall_seconds": self.wall_before + (time.perf_counter() - self._started),
         }
         if self.config.plot:
-            summary["plot"] = str(plot_learning_curves(self.output_dir, evals=self.evals))
+            try:
+                summary["plot"] = str(plot_learning_curves(self.output_dir, evals=self.evals))
+            except DependencyNotInstalled as err:  # the run's results stand without the picture
+                logger.warning("no learning-curve plot: %s", err)
         (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
 
