@@ -19,19 +19,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def _reach_python_script() -> str:
     """Shell lines that make the interpreter reachable for uid 65534 when it lives under a private folder
     (pyenv in /root, mode 700): inside the private mount namespace only, that folder is replaced by a
-    world-readable tmpfs holding a bind mount of the interpreter's tree. The host is not changed."""
-    prefix = os.path.realpath(sys.prefix)
-    parts = prefix.strip("/").split("/")
-    for depth in range(1, len(parts)):
-        folder = "/" + "/".join(parts[:depth])
-        if not os.stat(folder).st_mode & 0o001:
-            child = folder + "/" + parts[depth]
-            return (
-                f"mkdir -p /tmp/.tg-stage-$$ && mount --bind {child} /tmp/.tg-stage-$$ && "
-                f"mount -t tmpfs -o mode=0755 tmpfs {folder} && mkdir -p {child} && "
-                f"mount --bind /tmp/.tg-stage-$$ {child} && "
-            )
-    return ""
+    world-readable tmpfs holding bind mounts of the interpreter's trees (the venv's and its base
+    interpreter's, when they differ). The host is not changed."""
+    hidden: dict[str, list[str]] = {}  # private folder -> the trees below it to bring back
+    for prefix in sorted({os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}):
+        parts = prefix.strip("/").split("/")
+        for depth in range(1, len(parts)):
+            folder = "/" + "/".join(parts[:depth])
+            if not os.stat(folder).st_mode & 0o001:
+                child = folder + "/" + parts[depth]
+                if child not in hidden.setdefault(folder, []):
+                    hidden[folder].append(child)
+                break
+    lines = []
+    for folder, children in hidden.items():
+        stages = [f"/tmp/.tg-stage-$$-{i}" for i in range(len(children))]
+        lines += [f"mkdir -p {stage} && mount --bind {child} {stage} && " for stage, child in zip(stages, children)]
+        lines.append(f"mount -t tmpfs -o mode=0755 tmpfs {folder} && ")
+        lines += [f"mkdir -p {child} && mount --bind {stage} {child} && " for stage, child in zip(stages, children)]
+    return "".join(lines)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="already unprivileged: the suite itself is the check")
