@@ -57,15 +57,13 @@ class MetricsLogger:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError:
-                raise DependencyNotInstalled(
-                    "tensorboard", "dev", "TensorBoard logging (pip install tensorboard)"
-                ) from None
+                raise DependencyNotInstalled("tensorboard", "tensorboard", "TensorBoard logging") from None
             self._tb = SummaryWriter(str(Path(output_dir) / "tensorboard"))
         if wandb:
             try:
                 import wandb as wandb_module
             except ImportError:
-                raise DependencyNotInstalled("wandb", "dev", "W&B logging (pip install wandb)") from None
+                raise DependencyNotInstalled("wandb", "wandb", "W&B logging") from None
             self._wandb = wandb_module.init(project="teamgym", dir=str(output_dir), config=dict(run_config or {}),
                                             resume="allow")
 
