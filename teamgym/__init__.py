@@ -11,10 +11,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import teamgym.envs  # noqa: E402,F401  (registers the built-in envs; their modules load on first make)
 from teamgym import errors
 from teamgym.registry import EnvSpec, list_envs, make, make_parallel, pprint_registry, register, spec
-
-import teamgym.envs  # noqa: E402,F401  (registers the built-in envs; their modules load on first make)
 
 __all__ = [
     "__version__",

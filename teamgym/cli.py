@@ -111,7 +111,7 @@ def _play(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO 
 
 
 def _task_id(env: TurnBasedTextEnv, raw: str) -> object:
-    """The task id a user typed: ints for procedural envs; for datasets, the id as typed, or as an int if that is one."""
+    """The task id a user typed: an int for procedural envs; for datasets, the id as typed (or as an int if it is)."""
     known = env.task_ids()
     if known is None:
         try:

@@ -153,7 +153,7 @@ def _check_step_invariants(env: AECEnv, where: str) -> None:
         terms = info["reward_terms"]
         assert RESERVED_TERMS <= set(terms), f"{where}: reward_terms of {agent!r} lack team/local: {sorted(terms)}"
         for name, value in terms.items():
-            assert isinstance(value, float) and math.isfinite(value), f"{where}: term {name}={value!r} not a finite float"
+            assert isinstance(value, float) and math.isfinite(value), f"{where}: term {name}={value!r} is not finite"
         reward = env.rewards[agent]
         assert math.isfinite(reward), f"{where}: reward of {agent!r} is {reward}"
         expected = _alpha(env, agent) * terms["team"] + terms["local"]
@@ -168,7 +168,7 @@ def _check_step_invariants(env: AECEnv, where: str) -> None:
         messages = info.get("messages")
         assert isinstance(messages, list) and messages, f"{where}: infos[{agent!r}]['messages'] missing"
         for message in messages:
-            assert isinstance(message, dict) and set(message) >= {"role", "content"}, f"{where}: bad message {message!r}"
+            assert isinstance(message, dict) and set(message) >= {"role", "content"}, f"{where}: bad {message!r}"
             assert isinstance(message["content"], str), f"{where}: message content is not str"
     if env.agents and all(env.terminations[a] or env.truncations[a] for a in env.agents):
         for agent in env.agents:
@@ -338,11 +338,10 @@ def _check_scripted(make_aec: EnvFactory, seed: int) -> None:
             env.reset(seed=seed)
             policy = base.scripted_policy(role, name)
             fallback = _random_policy(seed)
-            play_episode(
-                env,
-                lambda agent, obs, info: policy(obs) if agent == role else fallback(agent, obs, info),
-                seed=seed,
-            )
+            def team(agent: str, obs: Any, info: dict[str, Any], role=role, policy=policy, fallback=fallback) -> str:
+                return policy(obs) if agent == role else fallback(agent, obs, info)
+
+            play_episode(env, team, seed=seed)
     env.close()
 
 

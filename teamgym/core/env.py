@@ -226,7 +226,9 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
                 task_id = known[int(self._np_random.integers(len(known)))]
         if options:
             # Gymnasium's convention is to ignore options an env does not know (PettingZoo's api_test relies on it).
-            logger.warning("%s.reset ignores unknown options %s (known: 'task_id')", type(self).__name__, sorted(options))
+            logger.warning(
+                "%s.reset ignores unknown options %s (known: 'task_id')", type(self).__name__, sorted(options)
+            )
         self.task_id = task_id
         self.task = self._task_from_id(task_id)
         self.state = self._initial_state(self.task)
@@ -438,7 +440,9 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
 
     def _require_reset(self, method: str) -> None:
         if not self._has_reset:
-            raise EnvStateError(f"{type(self).__name__}.{method}() called before reset(): call env.reset(seed=...) first")
+            raise EnvStateError(
+                f"{type(self).__name__}.{method}() called before reset(): call env.reset(seed=...) first"
+            )
 
     def _render_header(self) -> str:
         return f"=== {self.metadata['name']} | task {self.task_id} | agents: {', '.join(self.possible_agents)} ==="
@@ -462,7 +466,9 @@ def _check_alpha(alpha: float | Mapping[str, float], agents: Sequence[str]) -> d
     if isinstance(alpha, Mapping):
         unknown = sorted(set(alpha) - set(agents))
         if unknown:
-            raise InvalidArgumentError(f"alpha has agents {unknown} that this env does not have: agents are {list(agents)}")
+            raise InvalidArgumentError(
+                f"alpha has agents {unknown} that this env does not have: agents are {list(agents)}"
+            )
         values = {a: alpha.get(a, 1.0) for a in agents}
     else:
         values = {a: alpha for a in agents}

@@ -31,7 +31,7 @@ def sanitize_text(text: str) -> str:
 
 
 def clip_text(text: str, limit: int, *, marker: str = "\n...[{n} characters cut]...\n") -> str:
-    """``text`` if it has at most ``limit`` characters, else its head and tail joined by a marker saying how much was cut.
+    """``text`` if at most ``limit`` characters long, else its head and tail joined by a marker saying how much was cut.
 
     The result never exceeds ``limit`` characters (for ``limit`` below the marker's size, a plain head cut).
     """
@@ -104,7 +104,7 @@ _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 
 def extract_boxed(text: str) -> str | None:
-    r"""The content of the last ``\boxed{...}`` (braces matched), stripped; ``None`` if there is none or it never closes."""
+    r"""The content of the last ``\boxed{...}`` that closes (braces matched), stripped; ``None`` if there is none."""
     starts = [m.end() for m in _BOXED.finditer(text)]
     for start in reversed(starts):
         depth = 1

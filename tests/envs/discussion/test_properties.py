@@ -1,4 +1,4 @@
-"""Property tests of discussion-v0: for any answers, the team, switch and persuasion terms follow the documented rules."""
+"""Property tests of discussion-v0: for any answers, team, switch and persuasion terms follow the documented rules."""
 
 from __future__ import annotations
 
