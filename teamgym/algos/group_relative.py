@@ -1,0 +1,134 @@
+"""Group-relative advantage estimators: GRPO, Dr.GRPO, RLOO, and their multi-agent groupings.
+
+All functions take 1-D tensors, one row per agent-turn, and explicit int64 ids of any values. Singleton groups get
+advantage 0; std is Bessel-corrected (as ``torch.std``, verl and TRL). Outputs keep the rewards' float dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
+from teamgym.algos.grouping import combine_ids, group_stats, normalize_in_groups
+from teamgym.algos.registry import register_advantage
+
+__all__ = ["grpo", "dr_grpo", "rloo", "at_grpo", "at_grpo_group_ids", "dr_mas", "mhgpo"]
+
+
+@register_advantage("grpo")
+def grpo(rewards: torch.Tensor, group_ids: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6):
+    """GRPO outcome advantage: reward standardised within its group.
+
+    ``A_i = (r_i - mean_g) / (std_g + eps)`` (DeepSeekMath, arXiv 2402.03300, Sec. 4.1.2; verl
+    ``compute_grpo_outcome_advantage``). Unlike verl, singleton groups give 0 rather than ``r_i``.
+
+    Args:
+        rewards: ``(N,)`` scalar reward per sample.
+        group_ids: ``(N,)`` int64; samples with equal ids (e.g. same prompt) form a group.
+        scale_by_std: divide by the group std (False gives Dr.GRPO).
+        eps: added to the std.
+
+    Returns:
+        ``(N,)`` advantages.
+    """
+    rewards = check_values("rewards", rewards)
+    group_ids = check_ids("group_ids", group_ids)
+    check_same_length(rewards=rewards, group_ids=group_ids)
+    check_positive("eps", eps, allow_zero=True)
+    return normalize_in_groups(rewards, group_ids, scale_by_std=scale_by_std, eps=eps)
+
+
+@register_advantage("dr_grpo")
+def dr_grpo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
+    """Dr.GRPO advantage ``A_i = r_i - mean_g`` (no std division; arXiv 2503.20783, Eq. 3).
+
+    Pair it with the ``seq-mean-token-sum-norm`` loss aggregation (constant length normaliser).
+    """
+    return grpo(rewards, group_ids, scale_by_std=False)
+
+
+@register_advantage("rloo")
+def rloo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
+    """REINFORCE leave-one-out: ``A_i = r_i - (sum_g - r_i) / (G - 1)`` (Ahmadian et al., arXiv 2402.14740, Eq. 5)."""
+    rewards = check_values("rewards", rewards)
+    group_ids = check_ids("group_ids", group_ids)
+    check_same_length(rewards=rewards, group_ids=group_ids)
+    stats = group_stats(rewards, group_ids)
+    x = rewards.to(torch.float64)
+    count = stats.count[stats.inverse]
+    total = stats.mean[stats.inverse] * count
+    out = torch.where(count > 1, x - (total - x) / (count - 1).clamp_min(1.0), torch.zeros_like(x))
+    return out.to(rewards.dtype)
+
+
+def at_grpo_group_ids(
+    task_ids: torch.Tensor, agent_ids: torch.Tensor, turn_ids: torch.Tensor
+) -> torch.Tensor:
+    """AT-GRPO group ids: one group per (task, agent, turn) node of the sampling tree.
+
+    The ``branch`` column (which of the K candidates) is deliberately not a key: the K candidates sampled at one
+    node share one env state and form one group. Ids are built from explicit columns, never from row positions, so
+    groups cannot mix tasks (the reference code divided a row index by K twice and did).
+    """
+    task_ids = check_ids("task_ids", task_ids)
+    agent_ids = check_ids("agent_ids", agent_ids)
+    turn_ids = check_ids("turn_ids", turn_ids)
+    check_same_length(task_ids=task_ids, agent_ids=agent_ids, turn_ids=turn_ids)
+    return combine_ids(task_ids, agent_ids, turn_ids)
+
+
+@register_advantage("at_grpo")
+def at_grpo(
+    rewards: torch.Tensor,
+    task_ids: torch.Tensor,
+    agent_ids: torch.Tensor,
+    turn_ids: torch.Tensor,
+    *,
+    scale_by_std: bool = True,
+) -> torch.Tensor:
+    """AT-GRPO: GRPO with groups = (task, agent, turn) (Stronger-MAS, arXiv 2510.11062, Sec. 4, Eq. 4).
+
+    Rewards are usually already mixed, ``r = alpha * r_team + r_local`` with alpha = 1. One agent and one turn give
+    exactly :func:`grpo` over the K candidates.
+    """
+    rewards = check_values("rewards", rewards)
+    ids = at_grpo_group_ids(task_ids, agent_ids, turn_ids)
+    check_same_length(rewards=rewards, group_ids=ids)
+    return grpo(rewards, ids, scale_by_std=scale_by_std)
+
+
+@register_advantage("dr_mas")
+def dr_mas(rewards: torch.Tensor, group_ids: torch.Tensor, agent_ids: torch.Tensor) -> torch.Tensor:
+    """Dr.MAS: ``A = (R - mu_{g,k}) / (sigma_{g,k} + 1e-6)`` over every invocation of agent k in group g.
+
+    Source: arXiv 2602.08847, Eq. 6 (code langfengQ/DrMAS). Per-agent statistics make A_k invariant to any affine
+    change ``a*R + b`` (a > 0) of agent k's rewards, so agents with different reward scales train at one rate.
+    """
+    rewards = check_values("rewards", rewards)
+    group_ids = check_ids("group_ids", group_ids)
+    agent_ids = check_ids("agent_ids", agent_ids)
+    check_same_length(rewards=rewards, group_ids=group_ids, agent_ids=agent_ids)
+    return normalize_in_groups(rewards, combine_ids(group_ids, agent_ids), scale_by_std=True, eps=1e-6)
+
+
+@register_advantage("mhgpo")
+def mhgpo(
+    rewards: torch.Tensor,
+    group_ids: torch.Tensor,
+    agent_ids: torch.Tensor,
+    *,
+    scale_by_std: bool = True,
+    eps: float = 1e-6,
+) -> torch.Tensor:
+    """MHGPO with fork-on-first rollouts: each agent's samples are standardised among the rollouts of one root query.
+
+    Source: arXiv 2506.02718, Sec. 3 (no public code; details unverified). With fork-on-first sampling the first
+    agent branches G ways from the root query and every later agent acts once per branch, so for each agent the G
+    rollouts sharing the root form its group: ids are (root group, agent), and each sample's reward is the outcome
+    of its branch. With independent sampling and one agent this is :func:`grpo`. Pass ``group_ids`` = root query id.
+    """
+    rewards = check_values("rewards", rewards)
+    group_ids = check_ids("group_ids", group_ids)
+    agent_ids = check_ids("agent_ids", agent_ids)
+    check_same_length(rewards=rewards, group_ids=group_ids, agent_ids=agent_ids)
+    return grpo(rewards, combine_ids(group_ids, agent_ids), scale_by_std=scale_by_std, eps=eps)

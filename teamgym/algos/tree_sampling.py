@@ -1,0 +1,211 @@
+"""Tree-sampling decisions for AT-GRPO-style rollouts, as pure functions over an abstract env interface.
+
+The rollout engine owns the env and the policy; this module owns only the decisions and their order. It sees the
+env through three callables the engine passes in:
+
+* ``restore(snapshot)``: put the env in the state ``snapshot`` was taken from;
+* ``act(candidate) -> float``: step the env with one candidate action from its *current* state, return the reward;
+* ``take_snapshot() -> snapshot``: capture the current state (``env.snapshot()``).
+
+Contract of :func:`tree_step`: every candidate is scored from a fresh ``restore(state)`` (never from a sibling's
+result), and on return the env is in the chosen child's state, which is also returned so every branch continues
+from it. :func:`tree_turn` runs the agents of one turn in order, each proposing from the state the previous agent's
+chosen action produced. Randomness comes only from a generator passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from teamgym.algos._checks import check_ids, check_same_length, check_values
+from teamgym.algos.grouping import group_stats
+from teamgym.errors import InvalidArgumentError
+
+__all__ = [
+    "Branch",
+    "TreeStep",
+    "choose_greedy",
+    "choose_top_m",
+    "tree_step",
+    "tree_turn",
+    "AdaptiveK",
+    "informative_groups_per_1000",
+]
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One scored candidate: the action, its reward, and the env state right after it."""
+
+    candidate: Any
+    reward: float
+    snapshot: Any
+
+
+@dataclass(frozen=True)
+class TreeStep:
+    """One expanded tree node: all branches (in candidate order), the chosen index and the state to continue from."""
+
+    branches: list[Branch]
+    chosen: int
+    snapshot: Any
+
+    @property
+    def rewards(self) -> list[float]:
+        return [b.reward for b in self.branches]
+
+
+def choose_greedy(rewards: Sequence[float], generator: np.random.Generator | None = None) -> int:
+    """AT-GRPO's rule: advance the argmax (the first one on ties). ``generator`` is ignored."""
+    if len(rewards) == 0:
+        raise InvalidArgumentError("cannot choose among zero candidates: sample at least one")
+    return int(np.argmax(np.asarray(rewards, dtype=np.float64)))
+
+
+def choose_top_m(
+    rewards: Sequence[float], generator: np.random.Generator, *, m: int = 2, temperature: float = 1.0
+) -> int:
+    """Stochastic top-m advance (gap 1): sample among the m best by ``softmax(r / temperature)``.
+
+    Keeps exploring second-best continuations instead of always the argmax; ``temperature = 0`` or ``m = 1`` is
+    greedy. Ties in the top-m cut are broken by candidate order.
+    """
+    if len(rewards) == 0:
+        raise InvalidArgumentError("cannot choose among zero candidates: sample at least one")
+    if m < 1 or temperature < 0:
+        raise InvalidArgumentError(f"need m >= 1 and temperature >= 0, got m={m}, temperature={temperature}")
+    r = np.asarray(rewards, dtype=np.float64)
+    top = np.argsort(-r, kind="stable")[: min(m, len(r))]
+    if temperature == 0 or len(top) == 1:
+        return int(top[0])
+    logits = (r[top] - r[top].max()) / temperature
+    p = np.exp(logits) / np.exp(logits).sum()
+    return int(top[generator.choice(len(top), p=p)])
+
+
+def tree_step(
+    state: Any,
+    candidates: Sequence[Any],
+    *,
+    restore: Callable[[Any], None],
+    act: Callable[[Any], float],
+    take_snapshot: Callable[[], Any],
+    choose: Callable[[Sequence[float]], int] = choose_greedy,
+) -> TreeStep:
+    """Expand one (agent, turn) node: score each candidate from ``state``, pick one, leave the env in its state.
+
+    For each candidate: ``restore(state)``, ``reward = act(candidate)``, ``child = take_snapshot()``. Then
+    ``chosen = choose(rewards)`` and ``restore(child[chosen])``: the env, and every branch that continues, is in the
+    chosen child's state (AT-GRPO's "copy the best state to all branches", without a stale env).
+    """
+    if len(candidates) == 0:
+        raise InvalidArgumentError("tree_step needs at least one candidate: sample K >= 1 actions")
+    branches = []
+    for candidate in candidates:
+        restore(state)
+        reward = float(act(candidate))
+        branches.append(Branch(candidate, reward, take_snapshot()))
+    chosen = int(choose([b.reward for b in branches]))
+    if not 0 <= chosen < len(branches):
+        raise InvalidArgumentError(f"choose returned {chosen}, not an index in [0, {len(branches)})")
+    restore(branches[chosen].snapshot)
+    return TreeStep(branches, chosen, branches[chosen].snapshot)
+
+
+def tree_turn(
+    state: Any,
+    agents: Sequence[Hashable],
+    *,
+    propose: Callable[[Hashable], Sequence[Any]],
+    restore: Callable[[Any], None],
+    act: Callable[[Any], float],
+    take_snapshot: Callable[[], Any],
+    choose: Callable[[Sequence[float]], int] = choose_greedy,
+) -> tuple[list[TreeStep], Any]:
+    """Run one turn: each agent in order proposes K candidates and expands a node from the previous chosen state.
+
+    ``propose(agent)`` is called with the env restored to the state that agent acts in (so it may read the
+    observation); agent i+1's node starts from agent i's chosen child. Returns the steps and the final state.
+    """
+    steps = []
+    for agent in agents:
+        restore(state)
+        step = tree_step(
+            state, propose(agent), restore=restore, act=act, take_snapshot=take_snapshot, choose=choose
+        )
+        steps.append(step)
+        state = step.snapshot
+    return steps, state
+
+
+@dataclass
+class AdaptiveK:
+    """Adaptive K (gap 1): sample ``k0`` candidates, stop if they agree, spend the saved budget where they disagree.
+
+    Average spend stays at most ``k`` per node: every node that stops at ``k0`` banks ``k - k0`` samples; a node
+    whose first ``k0`` rewards differ may draw up to ``k_max`` total, taking the excess over ``k`` from the bank.
+    Usage per node: ``n = ak.initial()``; sample n; ``more = ak.extra(rewards)``; sample ``more``.
+    """
+
+    k: int = 4
+    k0: int = 2
+    k_max: int = 8
+    tolerance: float = 0.0
+    bank: int = 0
+    spent: int = field(default=0)
+    nodes: int = field(default=0)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.k0 <= self.k <= self.k_max:
+            raise InvalidArgumentError(
+                f"need 1 <= k0 <= k <= k_max, got k0={self.k0}, k={self.k}, k_max={self.k_max}"
+            )
+
+    def initial(self) -> int:
+        """How many candidates to sample first at a new node (``k0``)."""
+        return self.k0
+
+    def extra(self, rewards: Sequence[float]) -> int:
+        """Further candidates to sample after seeing the first ``k0`` rewards (0 when they agree)."""
+        if len(rewards) != self.k0:
+            raise InvalidArgumentError(f"extra() expects the first k0={self.k0} rewards, got {len(rewards)}")
+        self.nodes += 1
+        r = np.asarray(rewards, dtype=np.float64)
+        if r.max() - r.min() <= self.tolerance:
+            self.bank += self.k - self.k0
+            self.spent += self.k0
+            return 0
+        borrowed = min(self.bank, self.k_max - self.k)
+        self.bank -= borrowed
+        self.spent += self.k + borrowed
+        return self.k - self.k0 + borrowed
+
+    def state_dict(self) -> dict:
+        return {
+            "k": self.k,
+            "k0": self.k0,
+            "k_max": self.k_max,
+            "tolerance": self.tolerance,
+            "bank": self.bank,
+            "spent": self.spent,
+            "nodes": self.nodes,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        for name in ("k", "k0", "k_max", "tolerance", "bank", "spent", "nodes"):
+            setattr(self, name, state[name])
+
+
+def informative_groups_per_1000(rewards: torch.Tensor, group_ids: torch.Tensor) -> float:
+    """Groups whose reward std is > 0, per 1,000 completions (rows): the gap-1 efficiency metric."""
+    rewards = check_values("rewards", rewards)
+    group_ids = check_ids("group_ids", group_ids)
+    n = check_same_length(rewards=rewards, group_ids=group_ids)
+    if n == 0:
+        return 0.0
+    return float((group_stats(rewards, group_ids).std > 0).sum()) * 1000.0 / n

@@ -1,0 +1,130 @@
+"""Slow, obvious loop implementations that the vectorised estimators are tested against."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+
+def std(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def group_ids_loop(*columns) -> list[int]:
+    seen: dict = {}
+    return [seen.setdefault(key, len(seen)) for key in zip(*columns)]
+
+
+def grpo_loop(rewards, group_ids, scale_by_std=True, eps=1e-6) -> list[float]:
+    groups = defaultdict(list)
+    for r, g in zip(rewards, group_ids):
+        groups[g].append(r)
+    out = []
+    for r, g in zip(rewards, group_ids):
+        members = groups[g]
+        if len(members) == 1:
+            out.append(0.0)
+            continue
+        a = r - sum(members) / len(members)
+        out.append(a / (std(members) + eps) if scale_by_std else a)
+    return out
+
+
+def rloo_loop(rewards, group_ids) -> list[float]:
+    groups = defaultdict(list)
+    for r, g in zip(rewards, group_ids):
+        groups[g].append(r)
+    out = []
+    for r, g in zip(rewards, group_ids):
+        members = groups[g]
+        out.append(0.0 if len(members) == 1 else r - (sum(members) - r) / (len(members) - 1))
+    return out
+
+
+def discounted_returns_loop(rewards, trajectory_ids, turn_ids, gamma) -> list[float]:
+    rows = defaultdict(list)
+    for i, t in enumerate(trajectory_ids):
+        rows[t].append(i)
+    out = [0.0] * len(rewards)
+    for indices in rows.values():
+        running = 0.0
+        for i in sorted(indices, key=lambda i: turn_ids[i], reverse=True):
+            running = rewards[i] + gamma * running
+            out[i] = running
+    return out
+
+
+def gigpo_loop(episode_returns, step_returns, group_ids, trajectory_ids, anchor_ids, omega=1.0, scale=True):
+    trajectories = {}
+    for i, key in enumerate(zip(group_ids, trajectory_ids)):
+        trajectories.setdefault(key, episode_returns[i])
+    per_group = defaultdict(list)
+    for (g, _), ret in trajectories.items():
+        per_group[g].append(ret)
+    episode_adv = {}
+    for (g, t), ret in trajectories.items():
+        members = per_group[g]
+        if len(members) == 1:
+            episode_adv[(g, t)] = 0.0
+        else:
+            a = ret - sum(members) / len(members)
+            episode_adv[(g, t)] = a / (std(members) + 1e-6) if scale else a
+    step = grpo_loop(step_returns, list(zip(group_ids, anchor_ids)), scale_by_std=scale)
+    return [episode_adv[(g, t)] + omega * s for g, t, s in zip(group_ids, trajectory_ids, step)]
+
+
+def team_gigpo_loop(episode_returns, step_returns, group_ids, trajectory_ids, agent_ids, anchor_ids, omega=1.0):
+    units = {}
+    for i, key in enumerate(zip(group_ids, agent_ids, trajectory_ids)):
+        units.setdefault(key, episode_returns[i])
+    per_group_agent = defaultdict(list)
+    for (g, k, _), ret in units.items():
+        per_group_agent[(g, k)].append(ret)
+    episode_adv = {}
+    for (g, k, t), ret in units.items():
+        members = per_group_agent[(g, k)]
+        episode_adv[(g, k, t)] = 0.0 if len(members) == 1 else (ret - sum(members) / len(members)) / (
+            std(members) + 1e-6
+        )
+    step = grpo_loop(step_returns, list(zip(group_ids, agent_ids, anchor_ids)))
+    return [
+        episode_adv[(g, k, t)] + omega * s
+        for g, k, t, s in zip(group_ids, agent_ids, trajectory_ids, step)
+    ]
+
+
+def tree_values_loop(parents, leaf_rewards) -> list[float]:
+    children = defaultdict(list)
+    for node, parent in enumerate(parents):
+        if parent >= 0:
+            children[parent].append(node)
+
+    def leaves(node):
+        if not children[node]:
+            return [leaf_rewards[node]]
+        return [r for child in children[node] for r in leaves(child)]
+
+    return [sum(leaves(n)) / len(leaves(n)) for n in range(len(parents))]
+
+
+def treerl_loop(parents, leaf_rewards) -> list[float]:
+    values = tree_values_loop(parents, leaf_rewards)
+    children = defaultdict(list)
+    for node, parent in enumerate(parents):
+        if parent >= 0:
+            children[parent].append(node)
+
+    def n_leaves(node):
+        return 1 if not children[node] else sum(n_leaves(c) for c in children[node])
+
+    out = []
+    for node, parent in enumerate(parents):
+        if parent < 0:
+            out.append(0.0)
+            continue
+        root = node
+        while parents[root] >= 0:
+            root = parents[root]
+        out.append((2 * values[node] - values[root] - values[parent]) / math.sqrt(n_leaves(node)))
+    return out
