@@ -1,0 +1,8 @@
+"""Wrappers that expose turn-level and process rewards on any teamgym env (docs: docs/wrappers.md)."""
+
+from __future__ import annotations
+
+from teamgym.wrappers.base import RewardWrapper, TextEnvWrapper, WrapperSnapshot
+from teamgym.wrappers.mixing import RewardMixing, team_return
+
+__all__ = ["TextEnvWrapper", "RewardWrapper", "WrapperSnapshot", "RewardMixing", "team_return"]
