@@ -4,5 +4,21 @@ from __future__ import annotations
 
 from teamgym.wrappers.base import RewardWrapper, TextEnvWrapper, WrapperSnapshot
 from teamgym.wrappers.mixing import RewardMixing, team_return
+from teamgym.wrappers.process import ProcessReward, ProcessStep, Scorer, StepScorer
+from teamgym.wrappers.scorers import PROGRESS_KEY, EnvProgressScorer, MonteCarloScorer, TextScorer
 
-__all__ = ["TextEnvWrapper", "RewardWrapper", "WrapperSnapshot", "RewardMixing", "team_return"]
+__all__ = [
+    "TextEnvWrapper",
+    "RewardWrapper",
+    "WrapperSnapshot",
+    "RewardMixing",
+    "team_return",
+    "ProcessReward",
+    "ProcessStep",
+    "Scorer",
+    "StepScorer",
+    "PROGRESS_KEY",
+    "EnvProgressScorer",
+    "MonteCarloScorer",
+    "TextScorer",
+]
