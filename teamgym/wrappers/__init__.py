@@ -5,6 +5,7 @@ from __future__ import annotations
 from teamgym.wrappers.base import RewardWrapper, TextEnvWrapper, WrapperSnapshot
 from teamgym.wrappers.mixing import RewardMixing, team_return
 from teamgym.wrappers.process import ProcessReward, ProcessStep, Scorer, StepScorer
+from teamgym.wrappers.recorder import RECORD_KEYS, Recorder, load_records, to_batch
 from teamgym.wrappers.scorers import PROGRESS_KEY, EnvProgressScorer, MonteCarloScorer, TextScorer
 
 __all__ = [
@@ -21,4 +22,8 @@ __all__ = [
     "EnvProgressScorer",
     "MonteCarloScorer",
     "TextScorer",
+    "Recorder",
+    "load_records",
+    "to_batch",
+    "RECORD_KEYS",
 ]
