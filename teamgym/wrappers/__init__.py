@@ -6,6 +6,7 @@ from teamgym.wrappers.base import RewardWrapper, TextEnvWrapper, WrapperSnapshot
 from teamgym.wrappers.mixing import RewardMixing, team_return
 from teamgym.wrappers.process import ProcessReward, ProcessStep, Scorer, StepScorer
 from teamgym.wrappers.recorder import RECORD_KEYS, Recorder, load_records, to_batch
+from teamgym.wrappers.single_agent import SingleAgentView
 from teamgym.wrappers.scorers import PROGRESS_KEY, EnvProgressScorer, MonteCarloScorer, TextScorer
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "load_records",
     "to_batch",
     "RECORD_KEYS",
+    "SingleAgentView",
 ]
