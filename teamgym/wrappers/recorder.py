@@ -76,7 +76,7 @@ class Recorder(TextEnvWrapper):
         >>> path = os.path.join(tempfile.mkdtemp(), "turns.jsonl")
         >>> env = Recorder(TallyEnv(), path)
         >>> env.reset(seed=0, options={"task_id": 0})
-        >>> for action in ["9", "1"]:
+        >>> for action in ["7", "3"]:
         ...     env.step(action)
         >>> [(r["agent"], r["reward_terms"]["team"]) for r in load_records(path)]
         [('alice', 0.0), ('bob', 1.0)]

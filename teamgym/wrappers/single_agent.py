@@ -7,8 +7,9 @@ reward is the agent's cumulative reward since its last action (what PettingZoo's
 step's reward plus what it received at its partners' steps); ``info`` is the agent's ``infos`` entry. Observation and
 action spaces are the agent's. Passes ``gymnasium.utils.env_checker.check_env``.
 
-If the episode ends at ``reset`` before the agent's first turn (possible with env-chosen order), the observation is
-the agent's view of the finished episode and the next ``step`` raises: call ``reset`` again.
+If the partners end an episode before the agent's first turn (possible with env-chosen order), ``reset`` starts
+another one (unseeded, so the env's RNG carries on from the seed: still deterministic), up to ``max_resets`` times;
+``info["skipped_episodes"]`` counts them.
 
 >>> from tests.support.relay_env import RelayEnv
 >>> base = RelayEnv()
@@ -44,6 +45,7 @@ class SingleAgentView(gymnasium.Env):
         partners: ``{agent: policy}`` with ``policy(observation) -> str`` for every other agent.
         max_partner_steps: partner steps at most between two of the agent's turns (guards against an env that
             never hands the turn back).
+        max_resets: episodes ``reset`` may start before one gives the agent a turn.
 
     Example:
         >>> from tests.support.tally_env import TallyEnv
@@ -51,12 +53,16 @@ class SingleAgentView(gymnasium.Env):
         >>> observation, info = env.reset(seed=0, options={"task_id": 0})
         >>> observation["prompt"]
         'You are alice. Write one digit.\\n\\nTarget 10, total so far 0.'
-        >>> observation, reward, terminated, truncated, info = env.step("9")
+        >>> observation, reward, terminated, truncated, info = env.step("5")  # then carol adds 1: alice's turn
+        >>> reward, terminated, observation["prompt"][-15:]
+        (0.0, False, 'total so far 6.')
+        >>> observation, reward, terminated, truncated, info = env.step("4")
         >>> reward, terminated
         (1.0, True)
     """
 
-    def __init__(self, env: AECEnv, agent: str, partners: Mapping[str, Policy], *, max_partner_steps: int = 10_000):
+    def __init__(self, env: AECEnv, agent: str, partners: Mapping[str, Policy], *, max_partner_steps: int = 10_000,
+                 max_resets: int = 100):
         if not isinstance(env, AECEnv):
             raise InvalidArgumentError(
                 f"SingleAgentView(env={type(env).__name__}): expected a PettingZoo AECEnv, e.g. teamgym.make(...)"
@@ -78,6 +84,7 @@ class SingleAgentView(gymnasium.Env):
         self.agent = agent
         self.partners = dict(partners)
         self.max_partner_steps = max_partner_steps
+        self.max_resets = max_resets
         self.observation_space = env.observation_space(agent)
         self.action_space = env.action_space(agent)
         self.render_mode = getattr(env, "render_mode", None)
@@ -88,7 +95,20 @@ class SingleAgentView(gymnasium.Env):
         super().reset(seed=seed)
         self.env.reset(seed=seed, options=options)
         self._play_partners()
-        return self._observation(), copy.deepcopy(self._info())
+        skipped = 0
+        while not self._agent_live():
+            if skipped >= self.max_resets:
+                raise EnvStateError(
+                    f"the partners ended {skipped + 1} episodes in a row before {self.agent!r} had a turn: "
+                    "give partners that leave it a turn, or raise max_resets"
+                )
+            skipped += 1
+            self.env.reset(options=options)
+            self._play_partners()
+        info = self._info()
+        if skipped:
+            info["skipped_episodes"] = skipped
+        return self._observation(), copy.deepcopy(info)
 
     def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """Apply the agent's completion, play the partners; returns Gymnasium's 5-tuple."""

@@ -1,8 +1,8 @@
 """``TallyEnv``: three agents add digits to reach a target sum, in an order the env chooses (a test env).
 
 Agents ``alice``, ``bob``, ``carol``. Each action is parsed for its first digit (none: format penalty, adds 0). The
-turn opens with the agent whose index is ``total % 3``; after each step the next agent is ``(total + 1) % 3`` (so
-an agent may act twice in a turn), and a turn holds three steps. Reaching the target exactly solves the task (every
+agent to act is always the one whose index is ``total % 3`` (so an agent that adds 0 or 3 acts again), and a turn
+holds three steps. Reaching the target exactly solves the task (every
 agent gets ``team = 1``); overshooting fails it (every agent gets ``team = -1``). ``infos[agent]["progress"]`` is
 ``min(total / target, 1)`` for every agent after every step (the progress-signal convention of
 ``teamgym.wrappers.EnvProgressScorer``).
@@ -59,7 +59,7 @@ class TallyEnv(TurnBasedTextEnv[int, TallyState]):
 
     def _select_next(self, agent: str) -> str | None:
         self.state.steps_in_turn += 1
-        return None if self.state.steps_in_turn >= 3 else self.agents[(self.state.total + 1) % 3]
+        return None if self.state.steps_in_turn >= 3 else self.agents[self.state.total % 3]
 
     def _apply_action(self, agent: str, action: str) -> Outcome:
         match = _DIGIT.search(action)

@@ -106,7 +106,7 @@ def test_progress_level_mode():
     env.reset(seed=0, options={"task_id": 0})
     env.step("4")
     env.step("1")
-    assert env.infos["carol"]["process_score"] == 0.5  # (4 + 1) / 10
+    assert env.infos["bob"]["process_score"] == 0.5  # (4 + 1) / 10
 
 
 def test_missing_progress_signal_raises_with_a_fix():
