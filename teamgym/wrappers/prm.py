@@ -27,12 +27,14 @@ from typing import Any
 
 import torch
 
+from teamgym.core.text import sanitize_text
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.wrappers.process import ProcessStep, StepScorer
 
 __all__ = ["TransformersPRM"]
 
 _SPECIAL = ("<pad>", "<unk>", "<eos>")
+_CHARS_PER_TOKEN = 16  # generous bound on the characters one token covers (byte-level: at most 1)
 
 
 def _transformers() -> Any:
@@ -111,7 +113,8 @@ class TransformersPRM(StepScorer):
     ) -> TransformersPRM:
         """A small GPT-2 regressor with a byte-level tokenizer, both built in code (no download).
 
-        Weights are initialised from ``seed`` without touching torch's global RNG.
+        Weights are initialised from ``seed`` without touching torch's global RNG; there is no dropout, so
+        :meth:`fit` is deterministic for a given seed.
         """
         transformers = _transformers()
         tokenizer = byte_level_tokenizer(max_length)
@@ -119,6 +122,8 @@ class TransformersPRM(StepScorer):
             vocab_size=len(tokenizer), n_positions=max_length, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
             num_labels=1, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
             bos_token_id=tokenizer.eos_token_id, problem_type="regression",
+            # no dropout: training is deterministic given the data and never draws from torch's global RNG
+            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
         )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -134,7 +139,10 @@ class TransformersPRM(StepScorer):
         return self.score_texts([self.text(step.prompt, step.action)])[0]
 
     def _encode(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
-        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
+        # Only the last max_length tokens are kept; a token spans at most a few characters, so cutting the text
+        # first spares tokenizing megabyte completions whole.
+        tails = [sanitize_text(text[-_CHARS_PER_TOKEN * self.max_length :]) for text in texts]
+        batch = self.tokenizer(tails, padding=True, truncation=True, max_length=self.max_length,
                                return_tensors="pt")
         return {key: value.to(self.device) for key, value in batch.items() if key in ("input_ids", "attention_mask")}
 
