@@ -12,8 +12,8 @@ trains in seconds on a CPU.
 Needs the ``hf`` extra (``pip install 'teamgym[hf]'``); imported only when a model is built.
 
 >>> import torch
->>> prm = TransformersPRM.tiny(seed=0)
->>> losses = prm.fit(["good step", "bad step"] * 4, [1.0, 0.0] * 4, epochs=30, lr=3e-3)
+>>> prm = TransformersPRM.tiny(n_embd=16, n_layer=1, max_length=64, seed=0)
+>>> losses = prm.fit(["good step", "bad step"] * 4, [1.0, 0.0] * 4, epochs=20, lr=1e-2)
 >>> good, bad = prm.score_texts(["good step", "bad step"])
 >>> good > bad
 True
