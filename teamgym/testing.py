@@ -134,7 +134,7 @@ def _factories(env: str | EnvFactory, kwargs: dict[str, Any]) -> tuple[EnvFactor
 
 
 def _alpha(env: AECEnv, agent: str) -> float:
-    # The outermost alpha: a reward-mixing wrapper defines its own; BaseWrapper forwards to the first layer that has one.
+    # The outermost alpha: a mixing wrapper defines its own; BaseWrapper forwards to the first layer with one.
     alpha = getattr(env, "alpha", 1.0)
     return float(alpha[agent]) if isinstance(alpha, Mapping) else float(alpha)
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from teamgym.wrappers.base import RewardWrapper, TextEnvWrapper, WrapperSnapshot
 from teamgym.wrappers.mixing import RewardMixing, team_return
-from teamgym.wrappers.process import ProcessReward, ProcessStep, Scorer, StepScorer
 from teamgym.wrappers.prm import TransformersPRM
+from teamgym.wrappers.process import ProcessReward, ProcessStep, Scorer, StepScorer
 from teamgym.wrappers.recorder import RECORD_KEYS, Recorder, load_records, to_batch
+from teamgym.wrappers.scorers import PROGRESS_KEY, EnvProgressScorer, MonteCarloScorer, TextScorer
 from teamgym.wrappers.single_agent import SingleAgentView
 from teamgym.wrappers.turn_limit import TurnLimit
-from teamgym.wrappers.scorers import PROGRESS_KEY, EnvProgressScorer, MonteCarloScorer, TextScorer
 
 __all__ = [
     "TextEnvWrapper",

@@ -1,16 +1,17 @@
-"""Wrapper bases: ``TextEnvWrapper`` (forwarding, snapshots through wrappers) and ``RewardWrapper`` (own reward views).
+"""Wrapper bases: ``TextEnvWrapper`` (forwarding, snapshots) and ``RewardWrapper`` (own reward views).
 
-PettingZoo's ``BaseWrapper`` forwards every public attribute it does not define itself (and ``_cumulative_rewards``)
-to the env it wraps, so a wrapper that only observes (a recorder) needs nothing more. A wrapper that *changes* rewards
-must not write into the wrapped env's dicts (PettingZoo's style guide: wrappers never touch ``unwrapped`` state).
-``RewardWrapper`` therefore keeps its own ``rewards``, ``_cumulative_rewards`` and ``infos`` views, rebuilt after every
-step from the views of the layer below, with PettingZoo's bookkeeping (the acting agent's cumulative reward restarts
-when it acts; dead steps drop the finished agent and clear rewards), so that ``last()`` and ``api_test`` see a
-consistent env. Wrappers compose because each layer reads only the public views of the layer below.
+PettingZoo's ``BaseWrapper`` forwards every public attribute it does not define itself (and
+``_cumulative_rewards``) to the env it wraps, so a wrapper that only observes (a recorder) needs nothing more.
+A wrapper that *changes* rewards must not write into the wrapped env's dicts (PettingZoo's style guide:
+wrappers never touch ``unwrapped`` state). ``RewardWrapper`` therefore keeps its own ``rewards``,
+``_cumulative_rewards`` and ``infos`` views, rebuilt after every step from the views of the layer below, with
+PettingZoo's bookkeeping (the acting agent's cumulative reward restarts when it acts; dead steps drop the
+finished agent and clear rewards), so that ``last()`` and ``api_test`` see a consistent env. Wrappers compose
+because each layer reads only the public views of the layer below.
 
-Snapshots: ``snapshot()`` returns a :class:`WrapperSnapshot` holding the inner snapshot and the wrapper's own state;
-``restore`` puts both back, so that restore then the same actions gives identical observations, rewards and infos
-through any stack of wrappers.
+Snapshots: ``snapshot()`` returns a :class:`WrapperSnapshot` holding the inner snapshot and the wrapper's own
+state; ``restore`` puts both back, so that restore then the same actions gives identical observations, rewards
+and infos through any stack of wrappers.
 """
 
 from __future__ import annotations
@@ -67,12 +68,12 @@ class TextEnvWrapper(BaseWrapper):
         return WrapperSnapshot(type(self).__name__, self.env.snapshot(), copy.deepcopy(self._get_state()))
 
     def restore(self, snapshot: WrapperSnapshot) -> None:
-        """Bring the wrapped env and this wrapper back to ``snapshot`` (from :meth:`snapshot` of the same wrapper)."""
+        """Bring the wrapped env and this wrapper back to ``snapshot`` (taken by the same kind of wrapper)."""
         if not isinstance(snapshot, WrapperSnapshot) or snapshot.wrapper != type(self).__name__:
             taken = snapshot.wrapper if isinstance(snapshot, WrapperSnapshot) else type(snapshot).__name__
             raise SnapshotError(
-                f"{type(self).__name__}.restore got a snapshot of {taken}: restore a snapshot taken through the "
-                "same stack of wrappers"
+                f"{type(self).__name__}.restore got a snapshot of {taken}: restore a snapshot "
+                "taken through the same stack of wrappers"
             )
         self.env.restore(snapshot.inner)
         self._set_state(copy.deepcopy(snapshot.state))
@@ -88,15 +89,17 @@ class TextEnvWrapper(BaseWrapper):
 
 
 class RewardWrapper(TextEnvWrapper):
-    """A wrapper that rewrites reward terms and rewards, keeping its own consistent ``rewards``/``infos`` views.
+    """A wrapper that rewrites reward terms and rewards, keeping its own consistent ``rewards``/``infos``
+    views.
 
     Subclasses override :meth:`_step_terms` (new terms and reward deltas for the step just taken) and/or
     :meth:`_reward` (how terms become a reward), and optionally :meth:`_step_info`, :meth:`_episode_end`,
     :meth:`_get_extra_state`, :meth:`_set_extra_state`.
 
-    Every agent's ``infos[agent]`` is the wrapped layer's, with ``reward_terms`` and ``cumulative_reward_terms``
-    replaced by this wrapper's, and the episode summary's ``returns`` recomputed with this wrapper's rewards (the
-    acting agent's reward at each of its own steps, as the base env counts them).
+    Every agent's ``infos[agent]`` is the wrapped layer's, with ``reward_terms`` and
+    ``cumulative_reward_terms`` replaced by this wrapper's, and the episode summary's ``returns`` recomputed
+    with this wrapper's rewards (the acting agent's reward at each of its own steps, as the base env counts
+    them).
     """
 
     def __init__(self, env: AECEnv):
@@ -115,7 +118,7 @@ class RewardWrapper(TextEnvWrapper):
         return {a: dict(t) for a, t in terms.items()}, {}
 
     def _reward(self, agent: str, terms: RewardTerms, inner_reward: float, delta: float) -> float:
-        """The agent's reward this step (default: the wrapped layer's reward plus this wrapper's ``delta``)."""
+        """The agent's reward this step (default: the wrapped layer's reward plus ``delta``)."""
         return inner_reward + delta
 
     def _step_info(self, agent: str) -> dict[str, Any]:

@@ -1,18 +1,18 @@
-"""``RewardMixing``: ``rewards[agent] = alpha * team + local`` with a static or adaptive alpha (AT-GRPO's mixing).
+"""``RewardMixing``: ``rewards[agent] = alpha * team + local``, alpha static or adaptive (AT-GRPO's mixing).
 
-AT-GRPO (arXiv 2510.11062, Sec. 4) rewards each agent with ``alpha * r_team + r_local``, alpha = 1. This wrapper
-recomputes every agent's reward at every step from the reward terms the wrapped env reports (which it leaves
-untouched), with alpha from a float, a dict per agent, or an adaptive mixer from :mod:`teamgym.algos` (any object
-with ``alpha_for(agent)``, ``update(stats)``, ``state_dict()``, ``load_state_dict(state)``).
+AT-GRPO (arXiv 2510.11062, Sec. 4) rewards each agent with ``alpha * r_team + r_local``, alpha = 1. This
+wrapper recomputes every agent's reward at every step from the reward terms the wrapped env reports (which it
+leaves untouched), with alpha from a float, a dict per agent, or an adaptive mixer from :mod:`teamgym.algos`
+(any object with ``alpha_for(agent)``, ``update(stats)``, ``state_dict()``, ``load_state_dict(state)``).
 
-The alphas are read from the mixer at ``reset`` and held for the whole episode; when an episode ends the wrapper calls
-``mixer.update({"team_return": R, "success": s})`` (``R``: the episode's team return as defined in
-:func:`team_return`, ``s``: 1.0 if the summary says solved), unless ``update_mixer=False`` (then the trainer updates
-it, e.g. once per batch). The alpha used is logged in ``infos[agent]["alpha"]`` at every step.
+The alphas are read from the mixer at ``reset`` and held for the whole episode; when an episode ends the
+wrapper calls ``mixer.update({"team_return": R, "success": s})`` (``R``: the episode's team return as defined
+in :func:`team_return`, ``s``: 1.0 if the summary says solved), unless ``update_mixer=False`` (then the
+trainer updates it, e.g. once per batch). The alpha used is logged in ``infos[agent]["alpha"]`` at every step.
 
-The mixer's state is part of the wrapper's snapshot: restore then the same actions replays the same alphas, which also
-means updates made after a snapshot are undone by restoring it. With branching rollouts, pass ``update_mixer=False``
-and update the mixer from the batch.
+The mixer's state is part of the wrapper's snapshot: restore then the same actions replays the same alphas,
+which also means updates made after a snapshot are undone by restoring it. With branching rollouts, pass
+``update_mixer=False`` and update the mixer from the batch.
 
 >>> from tests.support.relay_env import RelayEnv
 >>> env = RewardMixing(RelayEnv(), alpha={"speaker": 0.0, "listener": 2.0})
@@ -42,8 +42,8 @@ __all__ = ["RewardMixing", "team_return"]
 def team_return(team_rewards: Mapping[str, float]) -> float:
     """The team's return: the mean over agents of the team terms each agent received (0 for no agents).
 
-    The mean rather than the sum keeps the scale of a shared team reward (every agent receiving the same team term)
-    independent of the team size.
+    The mean rather than the sum keeps the scale of a shared team reward (every agent receiving the same team
+    term) independent of the team size.
     """
     return math.fsum(team_rewards.values()) / len(team_rewards) if team_rewards else 0.0
 
@@ -66,8 +66,9 @@ class RewardMixing(RewardWrapper):
         (1.0, 0.5)
     """
 
-    def __init__(self, env: AECEnv, alpha: float | Mapping[str, float] | AlphaMixer = 1.0, *,
-                 update_mixer: bool = True):
+    def __init__(
+        self, env: AECEnv, alpha: float | Mapping[str, float] | AlphaMixer = 1.0, *, update_mixer: bool = True
+    ):
         super().__init__(env)
         self.mixer: AlphaMixer | None = None
         self._static: dict[str, float] = {}
@@ -78,7 +79,8 @@ class RewardMixing(RewardWrapper):
             unknown = sorted(set(alpha) - set(agents))
             if unknown:
                 raise InvalidArgumentError(
-                    f"RewardMixing alpha names agents {unknown} that the env does not have: agents are {agents}"
+                    f"RewardMixing alpha names agents {unknown} that the env does not have: agents are "
+                    f"{agents}"
                 )
             self._static = {a: _finite(a, alpha.get(a, 1.0)) for a in agents}
         else:
@@ -122,8 +124,12 @@ class RewardMixing(RewardWrapper):
     def _episode_end(self) -> None:
         if self.mixer is None or not self.update_mixer:
             return
-        summary = next((self.infos[a].get("episode") for a in self.infos if "episode" in self.infos[a]), None) or {}
-        self.mixer.update({"team_return": team_return(self._team), "success": float(bool(summary.get("success")))})
+        summary = (
+            next((self.infos[a].get("episode") for a in self.infos if "episode" in self.infos[a]), None) or {}
+        )
+        self.mixer.update(
+            {"team_return": team_return(self._team), "success": float(bool(summary.get("success")))}
+        )
 
     def _get_extra_state(self) -> Any:
         mixer = self.mixer.state_dict() if self.mixer is not None else None

@@ -1,13 +1,13 @@
 """``TransformersPRM``: a small learned process reward model (a transformers sequence regressor) as a scorer.
 
-A process reward model maps the text of one agent-turn (the prompt the agent acted on, then its completion) to the
-value of the step: MASPRM (arXiv 2510.24803) trains one on the MCTS value targets of multi-agent transcripts; TreeRL
-(arXiv 2506.11902) uses the mean correctness of the leaves below a node. Here the targets come from
-:func:`teamgym.algos.tree_values` / :func:`teamgym.algos.masprm_targets` on a sampling tree, or from
+A process reward model maps the text of one agent-turn (the prompt the agent acted on, then its completion) to
+the value of the step: MASPRM (arXiv 2510.24803) trains one on the MCTS value targets of multi-agent
+transcripts; TreeRL (arXiv 2506.11902) uses the mean correctness of the leaves below a node. Here the targets
+come from :func:`teamgym.algos.tree_values` / :func:`teamgym.algos.masprm_targets` on a sampling tree, or from
 :class:`~teamgym.wrappers.MonteCarloScorer` values, and :meth:`TransformersPRM.fit` regresses on them with a
 mean-squared error. Any ``transformers`` sequence-classification model with ``num_labels=1`` works;
-:meth:`TransformersPRM.tiny` builds a small GPT-2 with a byte-level tokenizer made in code (no download), which
-trains in seconds on a CPU.
+:meth:`TransformersPRM.tiny` builds a small GPT-2 with a byte-level tokenizer made in code (no download),
+which trains in seconds on a CPU.
 
 Needs the ``hf`` extra (``pip install 'teamgym[hf]'``); imported only when a model is built.
 
@@ -60,7 +60,10 @@ def byte_level_tokenizer(max_length: int) -> Any:
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tokenizer.decoder = decoders.ByteLevel()
     fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>",
+        tokenizer_object=tokenizer,
+        pad_token="<pad>",
+        unk_token="<unk>",
+        eos_token="<eos>",
         model_max_length=max_length,
     )
     fast.truncation_side = "left"
@@ -87,11 +90,13 @@ class TransformersPRM(StepScorer):
         True
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_length: int = 512, device: str | torch.device = "cpu"):
+    def __init__(
+        self, model: Any, tokenizer: Any, *, max_length: int = 512, device: str | torch.device = "cpu"
+    ):
         if getattr(getattr(model, "config", None), "num_labels", None) != 1:
             raise InvalidArgumentError(
-                "TransformersPRM needs a sequence-classification model with config.num_labels=1 (a regressor), "
-                f"got {type(model).__name__}: build it with num_labels=1"
+                "TransformersPRM needs a sequence-classification model with config.num_labels=1 "
+                f"(a regressor), got {type(model).__name__}: build it with num_labels=1"
             )
         if getattr(tokenizer, "pad_token_id", None) is None:
             raise InvalidArgumentError("TransformersPRM tokenizer has no pad token: set tokenizer.pad_token")
@@ -119,11 +124,20 @@ class TransformersPRM(StepScorer):
         transformers = _transformers()
         tokenizer = byte_level_tokenizer(max_length)
         config = transformers.GPT2Config(
-            vocab_size=len(tokenizer), n_positions=max_length, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
-            num_labels=1, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-            bos_token_id=tokenizer.eos_token_id, problem_type="regression",
+            vocab_size=len(tokenizer),
+            n_positions=max_length,
+            n_embd=n_embd,
+            n_layer=n_layer,
+            n_head=n_head,
+            num_labels=1,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            bos_token_id=tokenizer.eos_token_id,
+            problem_type="regression",
             # no dropout: training is deterministic given the data and never draws from torch's global RNG
-            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
         )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -139,12 +153,18 @@ class TransformersPRM(StepScorer):
         return self.score_texts([self.text(step.prompt, step.action)])[0]
 
     def _encode(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
-        # Only the last max_length tokens are kept; a token spans at most a few characters, so cutting the text
+        # Only the last max_length tokens are kept; a token spans at most a few characters, so cutting the
+        # text
         # first spares tokenizing megabyte completions whole.
         tails = [sanitize_text(text[-_CHARS_PER_TOKEN * self.max_length :]) for text in texts]
-        batch = self.tokenizer(tails, padding=True, truncation=True, max_length=self.max_length,
-                               return_tensors="pt")
-        return {key: value.to(self.device) for key, value in batch.items() if key in ("input_ids", "attention_mask")}
+        batch = self.tokenizer(
+            tails, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+        )
+        return {
+            key: value.to(self.device)
+            for key, value in batch.items()
+            if key in ("input_ids", "attention_mask")
+        }
 
     def score_texts(self, texts: Sequence[str], *, batch_size: int = 32) -> list[float]:
         """The model's value for each text."""
@@ -174,13 +194,15 @@ class TransformersPRM(StepScorer):
         values = torch.as_tensor(targets, dtype=torch.float32).flatten()  # (N,)
         if len(texts) != values.numel() or not texts:
             raise InvalidArgumentError(
-                f"TransformersPRM.fit got {len(texts)} texts and {values.numel()} targets: give one target per text"
+                f"TransformersPRM.fit got {len(texts)} texts and {values.numel()} targets: give one target "
+                "per text"
             )
         if not bool(torch.isfinite(values).all()):
             raise InvalidArgumentError("TransformersPRM.fit targets must be finite (MC or tree values)")
         if epochs < 1 or batch_size < 1 or not (lr > 0 and math.isfinite(lr)):
             raise InvalidArgumentError(
-                f"TransformersPRM.fit epochs={epochs}, batch_size={batch_size}, lr={lr}: expected ints >= 1 and lr > 0"
+                f"TransformersPRM.fit epochs={epochs}, batch_size={batch_size}, lr={lr}: expected ints >= 1 "
+                "and lr > 0"
             )
         generator = torch.Generator().manual_seed(seed)
         optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr)

@@ -2,16 +2,16 @@
 
 After each live step of agent ``a`` with action ``x`` the wrapper asks a scorer for a float ``p`` and adds
 ``weight * p`` to ``a``'s reward. The reward-terms contract stays true: ``reward_terms[term]`` (default
-``"process"``) holds the *weighted* value ``weight * p`` (added to what an inner ``ProcessReward`` with the same term
-name put there), ``local`` grows by the same amount, so the parts still sum to ``local`` and
+``"process"``) holds the *weighted* value ``weight * p`` (added to what an inner ``ProcessReward`` with the
+same term name put there), ``local`` grows by the same amount, so the parts still sum to ``local`` and
 ``rewards == alpha * team + local``. The raw score is logged in ``infos[a][term + "_score"]``.
 
-Scorers: any callable ``scorer(env, agent, action) -> float`` (called with the wrapped env, after the step), or a
-:class:`StepScorer`, which receives a :class:`ProcessStep` holding also the prompt the agent acted on and its info
-before the step. Shipped: :class:`~teamgym.wrappers.scorers.EnvProgressScorer` (the env's own progress signal),
-:class:`~teamgym.wrappers.scorers.MonteCarloScorer` (mean team return of rollouts from a snapshot, as MASPRM/TreeRL
-value targets), :class:`~teamgym.wrappers.scorers.TextScorer` (any ``fn(prompt, action)``) and
-:class:`~teamgym.wrappers.prm.TransformersPRM` (a small learned process reward model).
+Scorers: any callable ``scorer(env, agent, action) -> float`` (called with the wrapped env, after the step),
+or a :class:`StepScorer`, which receives a :class:`ProcessStep` holding also the prompt the agent acted on and
+its info before the step. Shipped: :class:`~teamgym.wrappers.scorers.EnvProgressScorer` (the env's own
+progress signal), :class:`~teamgym.wrappers.scorers.MonteCarloScorer` (mean team return of rollouts from a
+snapshot, as MASPRM/TreeRL value targets), :class:`~teamgym.wrappers.scorers.TextScorer` (any ``fn(prompt,
+action)``) and :class:`~teamgym.wrappers.prm.TransformersPRM` (a small learned process reward model).
 
 >>> from tests.support.relay_env import RelayEnv
 >>> env = ProcessReward(RelayEnv(), lambda env, agent, action: float(len(action) < 20), weight=0.5)
@@ -45,11 +45,10 @@ class ProcessStep:
     """What a :class:`StepScorer` sees about the step it scores.
 
     Attributes:
-        env: the wrapped env, after the step (read it; a scorer that steps it must restore it, as MonteCarloScorer).
-        agent: the agent that acted.
-        action: its completion.
-        prompt: the prompt text it acted on (``observation["prompt"]`` before the step).
-        info_before: ``infos[agent]`` before the step (e.g. the previous value of a progress signal).
+        env: the wrapped env, after the step (read it; a scorer that steps it must restore it, as
+        MonteCarloScorer). agent: the agent that acted. action: its completion. prompt: the prompt text it
+        acted on (``observation["prompt"]`` before the step). info_before: ``infos[agent]`` before the step
+        (e.g. the previous value of a progress signal).
     """
 
     env: AECEnv
@@ -89,7 +88,9 @@ class ProcessReward(RewardWrapper):
         (1.0, 0.5)
     """
 
-    def __init__(self, env: AECEnv, scorer: Scorer | StepScorer, weight: float = 1.0, *, term: str = "process"):
+    def __init__(
+        self, env: AECEnv, scorer: Scorer | StepScorer, weight: float = 1.0, *, term: str = "process"
+    ):
         super().__init__(env)
         if not callable(scorer) and not isinstance(scorer, StepScorer):
             raise InvalidArgumentError(
@@ -100,7 +101,8 @@ class ProcessReward(RewardWrapper):
             raise InvalidArgumentError(f"ProcessReward weight={weight!r}: expected a finite float, e.g. 1.0")
         if not isinstance(term, str) or not term or term in RESERVED_TERMS:
             raise InvalidArgumentError(
-                f"ProcessReward term={term!r}: expected a term name other than {sorted(RESERVED_TERMS)}, e.g. 'process'"
+                f"ProcessReward term={term!r}: expected a term name other than {sorted(RESERVED_TERMS)}, "
+                "e.g. 'process'"
             )
         self.scorer = scorer
         self.weight = float(weight)
@@ -114,8 +116,10 @@ class ProcessReward(RewardWrapper):
 
     def step(self, action: Any) -> None:
         agent = getattr(self.env, "agent_selection", None)
-        live = agent is not None and agent in self.env.agents and not (
-            self.env.terminations[agent] or self.env.truncations[agent]
+        live = (
+            agent is not None
+            and agent in self.env.agents
+            and not (self.env.terminations[agent] or self.env.truncations[agent])
         )
         if live and isinstance(action, str):
             observation = self.env.observe(agent)
@@ -142,7 +146,8 @@ class ProcessReward(RewardWrapper):
             score = self.scorer(self.env, agent, action)
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
             raise InvalidArgumentError(
-                f"process scorer {self.scorer!r} returned {score!r} for {agent!r}: scorers must return a finite float"
+                f"process scorer {self.scorer!r} returned {score!r} for {agent!r}: scorers must return a "
+                "finite float"
             )
         return float(score)
 

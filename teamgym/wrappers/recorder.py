@@ -2,9 +2,9 @@
 
 Each live step of the wrapped env becomes one record:
 
-=================== ======================================================================================
+=================== ==========================================================================================
 key                 meaning
-=================== ======================================================================================
+=================== ==========================================================================================
 ``episode_id``      a uuid4 hex drawn at ``reset`` (unique across runs and processes)
 ``task_id``         the env's task id (``infos[agent]["task_id"]``)
 ``agent``, ``turn`` who acted, in which round (``infos[agent]["turn"]`` before the step)
@@ -15,14 +15,15 @@ key                 meaning
 ``action``          the completion, as given to ``step``
 ``reward``          the agent's reward from this step (as the wrapped layer reports it)
 ``reward_terms``    the terms of that reward (``infos[agent]["reward_terms"]``)
-``off_turn_reward`` reward the agent received at other agents' steps after this one, until it acted again or the
-                    episode ended (``reward + off_turn_reward`` is what PettingZoo's ``last()`` hands the agent)
+``off_turn_reward`` reward received at other agents' steps after this one, until it acted again or the episode
+                    ended (``reward + off_turn_reward`` is what PettingZoo's ``last()`` hands the agent)
 ``done``            the episode was over after this step
-=================== ======================================================================================
+=================== ==========================================================================================
 
-Records are buffered and written when the episode ends (or at the next ``reset``/``close``, for an episode left
-unfinished), each line by one ``os.write`` on a file opened with ``O_APPEND``: several runs and processes can append
-to the same file. A snapshot includes the current episode's buffer, so ``restore`` rewinds the record too.
+Records are buffered and written when the episode ends (or at the next ``reset``/``close``, for an episode
+left unfinished), each line by one ``os.write`` on a file opened with ``O_APPEND``: several runs and processes
+can append to the same file. A snapshot includes the current episode's buffer, so ``restore`` rewinds the
+record too.
 
 >>> import os, tempfile
 >>> from tests.support.relay_env import RelayEnv
@@ -58,8 +59,21 @@ from teamgym.wrappers.base import TextEnvWrapper
 __all__ = ["Recorder", "load_records", "to_batch", "RECORD_KEYS"]
 
 #: The keys of every record, in the order they are written.
-RECORD_KEYS = ("episode_id", "task_id", "agent", "turn", "step", "branch", "prompt", "messages", "action", "reward",
-               "reward_terms", "off_turn_reward", "done")
+RECORD_KEYS = (
+    "episode_id",
+    "task_id",
+    "agent",
+    "turn",
+    "step",
+    "branch",
+    "prompt",
+    "messages",
+    "action",
+    "reward",
+    "reward_terms",
+    "off_turn_reward",
+    "done",
+)
 
 
 class Recorder(TextEnvWrapper):
@@ -98,8 +112,10 @@ class Recorder(TextEnvWrapper):
 
     def step(self, action: Any) -> None:
         agent = getattr(self.env, "agent_selection", None)
-        live = agent is not None and agent in self.env.agents and not (
-            self.env.terminations[agent] or self.env.truncations[agent]
+        live = (
+            agent is not None
+            and agent in self.env.agents
+            and not (self.env.terminations[agent] or self.env.truncations[agent])
         )
         if not live or not isinstance(action, str):
             self.env.step(action)  # dead steps, and the wrapped env's error for a bad action
@@ -118,9 +134,15 @@ class Recorder(TextEnvWrapper):
             "action": action,
         }
         self.env.step(action)
-        done = not self.env.agents or all(self.env.terminations[a] or self.env.truncations[a] for a in self.env.agents)
-        row.update(reward=float(self.env.rewards[agent]), reward_terms=dict(self.env.infos[agent]["reward_terms"]),
-                   off_turn_reward=0.0, done=done)
+        done = not self.env.agents or all(
+            self.env.terminations[a] or self.env.truncations[a] for a in self.env.agents
+        )
+        row.update(
+            reward=float(self.env.rewards[agent]),
+            reward_terms=dict(self.env.infos[agent]["reward_terms"]),
+            off_turn_reward=0.0,
+            done=done,
+        )
         for other, index in self._last_row.items():
             if other != agent and other in self.env.rewards:
                 self._rows[index]["off_turn_reward"] += float(self.env.rewards[other])
@@ -160,7 +182,9 @@ class Recorder(TextEnvWrapper):
 def _encode(row: Mapping[str, Any]) -> bytes:
     try:
         return (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate in an action: JSON's \\u escapes keep it, and the line valid UTF-8
+    except (
+        UnicodeEncodeError
+    ):  # a lone surrogate in an action: JSON's \\u escapes keep it, and the line valid UTF-8
         return (json.dumps(row, ensure_ascii=True, default=str) + "\n").encode("ascii")
 
 
@@ -175,12 +199,14 @@ def load_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
                 raise DatasetError(
-                    f"{path}:{number} is not a JSON line ({err}): the file was cut mid-write or is not a Recorder "
-                    "file; delete or repair that line"
+                    f"{path}:{number} is not a JSON line ({err}): the file was cut mid-write or is not "
+                    "a Recorder file; delete or repair that line"
                 ) from None
             missing = [key for key in RECORD_KEYS if not isinstance(record, dict) or key not in record]
             if missing:
-                raise DatasetError(f"{path}:{number} lacks the record keys {missing}: expected {list(RECORD_KEYS)}")
+                raise DatasetError(
+                    f"{path}:{number} lacks the record keys {missing}: expected {list(RECORD_KEYS)}"
+                )
             records.append(record)
     return records
 
@@ -190,27 +216,41 @@ def to_batch(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     Returns:
         Lists for ``episode_id``, ``task_id``, ``agent``, ``branch``, ``prompt``, ``messages``, ``action``,
-        ``reward_terms``; tensors ``reward``, ``off_turn_reward`` (float32), ``turn``, ``step`` (int64), ``done``
-        (bool), ``term_<name>`` (float32, 0 where a record lacks the term) for every term name, ``group_id`` (int64,
-        AT-GRPO's key: same task, agent and turn, via ``teamgym.algos.group_ids``) and ``episode_index`` (int64,
-        dense ids of ``episode_id``).
+        ``reward_terms``; tensors ``reward``, ``off_turn_reward`` (float32), ``turn``, ``step`` (int64),
+        ``done`` (bool), ``term_<name>`` (float32, 0 where a record lacks the term) for every term name,
+        ``group_id`` (int64, AT-GRPO's key: same task, agent and turn, via ``teamgym.algos.group_ids``) and
+        ``episode_index`` (int64, dense ids of ``episode_id``).
     """
     rows = list(records)
     batch: dict[str, Any] = {
         key: [row[key] for row in rows]
-        for key in ("episode_id", "task_id", "agent", "branch", "prompt", "messages", "action", "reward_terms")
+        for key in (
+            "episode_id",
+            "task_id",
+            "agent",
+            "branch",
+            "prompt",
+            "messages",
+            "action",
+            "reward_terms",
+        )
     }
     batch["reward"] = torch.tensor([float(row["reward"]) for row in rows], dtype=torch.float32)  # (N,)
-    batch["off_turn_reward"] = torch.tensor([float(row["off_turn_reward"]) for row in rows], dtype=torch.float32)
+    batch["off_turn_reward"] = torch.tensor(
+        [float(row["off_turn_reward"]) for row in rows], dtype=torch.float32
+    )
     batch["turn"] = torch.tensor([int(row["turn"]) for row in rows], dtype=torch.int64)  # (N,)
     batch["step"] = torch.tensor([int(row["step"]) for row in rows], dtype=torch.int64)  # (N,)
     batch["done"] = torch.tensor([bool(row["done"]) for row in rows], dtype=torch.bool)  # (N,)
     names = sorted({name for row in rows for name in row["reward_terms"]})
     for name in names:
-        batch[f"term_{name}"] = torch.tensor([float(row["reward_terms"].get(name, 0.0)) for row in rows],
-                                             dtype=torch.float32)
+        batch[f"term_{name}"] = torch.tensor(
+            [float(row["reward_terms"].get(name, 0.0)) for row in rows], dtype=torch.float32
+        )
     tasks = [_hashable(task) for task in batch["task_id"]]
-    batch["group_id"] = group_ids(tasks, batch["agent"], batch["turn"]) if rows else torch.zeros(0, dtype=torch.int64)
+    batch["group_id"] = (
+        group_ids(tasks, batch["agent"], batch["turn"]) if rows else torch.zeros(0, dtype=torch.int64)
+    )
     batch["episode_index"] = factorize(batch["episode_id"])[0] if rows else torch.zeros(0, dtype=torch.int64)
     return batch
 

@@ -1,9 +1,10 @@
-"""Process scorers for :class:`~teamgym.wrappers.ProcessReward`: the env's progress signal, Monte-Carlo values, text.
+"""Process scorers for ``ProcessReward``: the env's progress signal, Monte-Carlo values, text scorers.
 
-**Progress-signal convention** (what :class:`EnvProgressScorer` reads): an env family with a rule-based measure of
-how far the team has got puts ``infos[agent]["progress"]``, a float in ``[0, 1]`` (0 = nothing done, 1 = solved),
-in the infos of *every* agent after *every* step (e.g. coder_tester: the fraction of ground-truth tests the current
-code passes; plan_path: ``1 - distance_to_goal / initial_distance``; sudoku: the fraction of cells correctly filled).
+**Progress-signal convention** (what :class:`EnvProgressScorer` reads): an env family with a rule-based
+measure of how far the team has got puts ``infos[agent]["progress"]``, a float in ``[0, 1]`` (0 = nothing
+done, 1 = solved), in the infos of *every* agent after *every* step (e.g. coder_tester: the fraction of
+ground-truth tests the current code passes; plan_path: ``1 - distance_to_goal / initial_distance``; sudoku:
+the fraction of cells correctly filled).
 
 >>> from tests.support.tally_env import TallyEnv
 >>> env = TallyEnv()
@@ -36,8 +37,8 @@ class EnvProgressScorer(StepScorer):
     """The env's own progress signal ``infos[agent]["progress"]``: its change over the step, or its level.
 
     ``mode="delta"`` (default) scores ``progress_after - progress_before`` (0 before the first report): a
-    potential-based shaping term (Ng, Harada & Russell 1999), which leaves the optimal policies unchanged and sums to
-    the final progress over an episode. ``mode="level"`` scores ``progress_after``.
+    potential-based shaping term (Ng, Harada & Russell 1999), which leaves the optimal policies unchanged and
+    sums to the final progress over an episode. ``mode="level"`` scores ``progress_after``.
 
     Args:
         key: the infos key to read.
@@ -63,8 +64,9 @@ class EnvProgressScorer(StepScorer):
         info = step.env.infos.get(step.agent, {})
         if self.key not in info:
             raise InvalidArgumentError(
-                f"{type(step.env.unwrapped).__name__} reports no infos[{step.agent!r}][{self.key!r}] after a step: "
-                "this env has no rule-based progress signal; use MonteCarloScorer or a learned scorer instead"
+                f"{type(step.env.unwrapped).__name__} reports no infos[{step.agent!r}][{self.key!r}] "
+                "after a step: this env has no rule-based progress signal; use MonteCarloScorer or a learned "
+                "scorer instead"
             )
         after = float(info[self.key])
         if self.mode == "level":
@@ -80,16 +82,17 @@ class MonteCarloScorer(StepScorer):
 
     From ``env.unwrapped.snapshot()``, each rollout plays the episode on with ``policy`` until it ends (or
     ``max_steps`` steps), then the env is restored; after scoring, the env is exactly as before (observations,
-    rewards, infos, RNG). Rollouts run on the unwrapped env, so no wrapper (recorder, mixer) sees hypothetical steps;
-    they end at the env's own turn limit. This is the node value of MASPRM (arXiv 2510.24803, Sec. 3) and TreeRL
-    (arXiv 2506.11902, Eq. 3): the mean outcome of the leaves below a node.
+    rewards, infos, RNG). Rollouts run on the unwrapped env, so no wrapper (recorder, mixer) sees hypothetical
+    steps; they end at the env's own turn limit. This is the node value of MASPRM (arXiv 2510.24803, Sec. 3)
+    and TreeRL (arXiv 2506.11902, Eq. 3): the mean outcome of the leaves below a node.
 
-    Outcomes (``target``): ``"team_return"`` (default): the team terms received from the scored step on (that step
-    included, so a solving action gets credit), as :func:`~teamgym.wrappers.team_return` (mean over agents);
-    ``"success"``: 1.0 if the episode summary says solved, else 0.0 (also when ``max_steps`` cut the rollout).
+    Outcomes (``target``): ``"team_return"`` (default): the team terms received from the scored step on (that
+    step included, so a solving action gets credit), as :func:`~teamgym.wrappers.team_return` (mean over
+    agents); ``"success"``: 1.0 if the episode summary says solved, else 0.0 (also when ``max_steps`` cut the
+    rollout).
 
-    Values are as random as ``policy``: with sampling policies, replaying the same actions after ``restore`` gives
-    other values; deterministic policies give a deterministic scorer.
+    Values are as random as ``policy``: with sampling policies, replaying the same actions after ``restore``
+    gives other values; deterministic policies give a deterministic scorer.
 
     Args:
         policy: ``policy(observation) -> str`` for every agent, or ``{agent: policy}`` covering every agent.
@@ -108,13 +111,16 @@ class MonteCarloScorer(StepScorer):
     ):
         if not callable(policy) and not isinstance(policy, Mapping):
             raise InvalidArgumentError(
-                f"MonteCarloScorer policy={policy!r}: expected policy(observation) -> str or {{agent: policy}}"
+                f"MonteCarloScorer policy={policy!r}: expected policy(observation) -> str or "
+                f"{{agent: policy}}"
             )
         for name, value in (("num_rollouts", num_rollouts), ("max_steps", max_steps)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgumentError(f"MonteCarloScorer {name}={value!r}: expected an int >= 1")
         if target not in ("team_return", "success"):
-            raise InvalidArgumentError(f"MonteCarloScorer target={target!r}: expected 'team_return' or 'success'")
+            raise InvalidArgumentError(
+                f"MonteCarloScorer target={target!r}: expected 'team_return' or 'success'"
+            )
         self.policy = policy
         self.num_rollouts = num_rollouts
         self.max_steps = max_steps
@@ -124,7 +130,7 @@ class MonteCarloScorer(StepScorer):
         return self.value(step.env)
 
     def value(self, env: AECEnv) -> float:
-        """The Monte-Carlo value of ``env``'s current state (the step just taken counts for ``team_return``)."""
+        """The Monte-Carlo value of ``env``'s state (the step just taken counts for ``team_return``)."""
         base = env.unwrapped
         now = {a: 0.0 for a in base.possible_agents}
         for a in base.agents:
@@ -164,12 +170,16 @@ class MonteCarloScorer(StepScorer):
             return self.policy
         if agent not in self.policy:
             raise InvalidArgumentError(
-                f"MonteCarloScorer has no policy for {agent!r}: give one for every agent ({sorted(self.policy)} given)"
+                f"MonteCarloScorer has no policy for {agent!r}: give one for every agent "
+                f"({sorted(self.policy)} given)"
             )
         return self.policy[agent]
 
     def __repr__(self) -> str:
-        return f"MonteCarloScorer(num_rollouts={self.num_rollouts}, max_steps={self.max_steps}, target={self.target!r})"
+        return (
+            f"MonteCarloScorer(num_rollouts={self.num_rollouts}, max_steps={self.max_steps}, "
+            f"target={self.target!r})"
+        )
 
 
 def _finished(env: AECEnv) -> bool:
@@ -194,7 +204,9 @@ class TextScorer(StepScorer):
 
     def __init__(self, fn: Callable[[str, str], float]):
         if not callable(fn):
-            raise InvalidArgumentError(f"TextScorer fn={fn!r}: expected a callable fn(prompt, action) -> float")
+            raise InvalidArgumentError(
+                f"TextScorer fn={fn!r}: expected a callable fn(prompt, action) -> float"
+            )
         self.fn = fn
 
     def score_step(self, step: ProcessStep) -> float:

@@ -1,15 +1,17 @@
-"""``SingleAgentView``: one role of a teamgym env as a ``gymnasium.Env``, its partners played by given policies.
+"""``SingleAgentView``: one role of a teamgym env as a ``gymnasium.Env``, its partners played by given
+policies.
 
-Single-agent RL libraries (TRL-style trainers, Stable-Baselines-like loops, Tianshou) take a ``gymnasium.Env``. This
-view exposes one agent of any teamgym env: ``reset`` plays the partners until it is the agent's turn, ``step(action)``
-applies the agent's completion, then plays the partners until it is the agent's turn again or the episode ends. The
-reward is the agent's cumulative reward since its last action (what PettingZoo's ``last()`` hands it: its own
-step's reward plus what it received at its partners' steps); ``info`` is the agent's ``infos`` entry. Observation and
-action spaces are the agent's. Passes ``gymnasium.utils.env_checker.check_env``.
+Single-agent RL libraries (TRL-style trainers, Stable-Baselines-like loops, Tianshou) take a
+``gymnasium.Env``. This view exposes one agent of any teamgym env: ``reset`` plays the partners until it is
+the agent's turn, ``step(action)`` applies the agent's completion, then plays the partners until it is the
+agent's turn again or the episode ends. The reward is the agent's cumulative reward since its last action
+(what PettingZoo's ``last()`` hands it: its own step's reward plus what it received at its partners' steps);
+``info`` is the agent's ``infos`` entry. Observation and action spaces are the agent's. Passes
+``gymnasium.utils.env_checker.check_env``.
 
-If the partners end an episode before the agent's first turn (possible with env-chosen order), ``reset`` starts
-another one (unseeded, so the env's RNG carries on from the seed: still deterministic), up to ``max_resets`` times;
-``info["skipped_episodes"]`` counts them.
+If the partners end an episode before the agent's first turn (possible with env-chosen order), ``reset``
+starts another one (unseeded, so the env's RNG carries on from the seed: still deterministic), up to
+``max_resets`` times; ``info["skipped_episodes"]`` counts them.
 
 >>> from tests.support.relay_env import RelayEnv
 >>> base = RelayEnv()
@@ -49,11 +51,12 @@ class SingleAgentView(gymnasium.Env):
 
     Example:
         >>> from tests.support.tally_env import TallyEnv
-        >>> env = SingleAgentView(TallyEnv(), "alice", partners={"bob": lambda o: "1", "carol": lambda o: "1"})
+        >>> partners = {"bob": lambda observation: "1", "carol": lambda observation: "1"}
+        >>> env = SingleAgentView(TallyEnv(), "alice", partners)
         >>> observation, info = env.reset(seed=0, options={"task_id": 0})
         >>> observation["prompt"]
         'You are alice. Write one digit.\\n\\nTarget 10, total so far 0.'
-        >>> observation, reward, terminated, truncated, info = env.step("5")  # then carol adds 1: alice's turn
+        >>> observation, reward, terminated, truncated, info = env.step("5")  # carol adds 1: alice's turn
         >>> reward, terminated, observation["prompt"][-15:]
         (0.0, False, 'total so far 6.')
         >>> observation, reward, terminated, truncated, info = env.step("4")
@@ -61,25 +64,38 @@ class SingleAgentView(gymnasium.Env):
         (1.0, True)
     """
 
-    def __init__(self, env: AECEnv, agent: str, partners: Mapping[str, Policy], *, max_partner_steps: int = 10_000,
-                 max_resets: int = 100):
+    def __init__(
+        self,
+        env: AECEnv,
+        agent: str,
+        partners: Mapping[str, Policy],
+        *,
+        max_partner_steps: int = 10_000,
+        max_resets: int = 100,
+    ):
         if not isinstance(env, AECEnv):
             raise InvalidArgumentError(
-                f"SingleAgentView(env={type(env).__name__}): expected a PettingZoo AECEnv, e.g. teamgym.make(...)"
+                f"SingleAgentView(env={type(env).__name__}): expected a PettingZoo AECEnv, e.g. "
+                "teamgym.make(...)"
             )
         agents = list(env.possible_agents)
         if agent not in agents:
-            raise InvalidArgumentError(f"SingleAgentView agent={agent!r}: expected one of the env's agents {agents}")
+            raise InvalidArgumentError(
+                f"SingleAgentView agent={agent!r}: expected one of the env's agents {agents}"
+            )
         others = [a for a in agents if a != agent]
         missing = [a for a in others if a not in partners]
         unknown = sorted(set(partners) - set(others))
         if missing or unknown:
             raise InvalidArgumentError(
-                f"SingleAgentView partners for {sorted(partners)}: give exactly one policy per other agent {others} "
-                f"(missing {missing}, unexpected {unknown}); e.g. env.unwrapped.scripted_policy(role)"
+                f"SingleAgentView partners for {sorted(partners)}: give exactly one policy per other "
+                f"agent {others} (missing {missing}, unexpected {unknown}); "
+                "e.g. env.unwrapped.scripted_policy(role)"
             )
         if not all(callable(policy) for policy in partners.values()):
-            raise InvalidArgumentError("SingleAgentView partners: every policy must be callable policy(obs) -> str")
+            raise InvalidArgumentError(
+                "SingleAgentView partners: every policy must be callable policy(obs) -> str"
+            )
         self.env = env
         self.agent = agent
         self.partners = dict(partners)
@@ -90,7 +106,9 @@ class SingleAgentView(gymnasium.Env):
         self.render_mode = getattr(env, "render_mode", None)
         self.metadata = {"render_modes": list(getattr(env, "metadata", {}).get("render_modes", []))}
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         """Reset the env, play the partners until the agent's turn; returns ``(observation, info)``."""
         super().reset(seed=seed)
         self.env.reset(seed=seed, options=options)
@@ -114,7 +132,8 @@ class SingleAgentView(gymnasium.Env):
         """Apply the agent's completion, play the partners; returns Gymnasium's 5-tuple."""
         if not self._agent_live():
             raise EnvStateError(
-                f"SingleAgentView.step for {self.agent!r}, whose episode is over (or before reset): call reset()"
+                f"SingleAgentView.step for {self.agent!r}, whose episode is over (or before reset): call "
+                "reset()"
             )
         self.env.step(action)
         self._play_partners()
@@ -131,8 +150,11 @@ class SingleAgentView(gymnasium.Env):
 
     def _agent_live(self) -> bool:
         env = self.env
-        return (getattr(env, "agent_selection", None) == self.agent and self.agent in env.agents
-                and not (env.terminations[self.agent] or env.truncations[self.agent]))
+        return (
+            getattr(env, "agent_selection", None) == self.agent
+            and self.agent in env.agents
+            and not (env.terminations[self.agent] or env.truncations[self.agent])
+        )
 
     def _play_partners(self) -> None:
         env = self.env
@@ -147,8 +169,8 @@ class SingleAgentView(gymnasium.Env):
             else:
                 env.step(self.partners[current](env.observe(current)))
         raise EnvStateError(
-            f"the partners of {self.agent!r} took {self.max_partner_steps} steps without handing it the turn: "
-            "raise max_partner_steps or check the env's turn order"
+            f"the partners of {self.agent!r} took {self.max_partner_steps} steps without handing it "
+            "the turn: raise max_partner_steps or check the env's turn order"
         )
 
     def _observation(self) -> Any:

@@ -1,11 +1,12 @@
 """``TurnLimit``: truncate episodes after fewer rounds than the env's own ``max_turns``.
 
-Every teamgym env takes ``max_turns`` at construction; this wrapper lowers the limit of an env built elsewhere (a
-registered default, a shared evaluation env) without rebuilding it, e.g. to train on short episodes first. Rounds are
-counted with ``infos[agent]["turn"]``, which every teamgym env reports. When the round index reaches ``max_turns``
-and the episode is still running, every live agent is marked truncated and gets an ``episode`` summary (the base
-env's, with ``truncated=True`` and ``returns`` summed from the rewards of the layer below); the wrapped env is left
-as it is, and the agents then leave by dead steps (``step(None)``) handled by this wrapper, as in PettingZoo.
+Every teamgym env takes ``max_turns`` at construction; this wrapper lowers the limit of an env built elsewhere
+(a registered default, a shared evaluation env) without rebuilding it, e.g. to train on short episodes first.
+Rounds are counted with ``infos[agent]["turn"]``, which every teamgym env reports. When the round index
+reaches ``max_turns`` and the episode is still running, every live agent is marked truncated and gets an
+``episode`` summary (the base env's, with ``truncated=True`` and ``returns`` summed from the rewards of the
+layer below); the wrapped env is left as it is, and the agents then leave by dead steps (``step(None)``)
+handled by this wrapper, as in PettingZoo.
 
 >>> from tests.support.relay_env import RelayEnv
 >>> env = TurnLimit(RelayEnv(max_turns=3), max_turns=1)
@@ -27,16 +28,26 @@ from teamgym.wrappers.base import TextEnvWrapper
 
 __all__ = ["TurnLimit"]
 
-_VIEWS = ("agents", "rewards", "_cumulative_rewards", "terminations", "truncations", "infos", "agent_selection")
+_VIEWS = (
+    "agents",
+    "rewards",
+    "_cumulative_rewards",
+    "terminations",
+    "truncations",
+    "infos",
+    "agent_selection",
+)
 
 
 def _view(name: str) -> property:
-    """The wrapped layer's attribute until this wrapper truncates the episode, then this wrapper's own copy."""
+    """The wrapped layer's attribute until this wrapper truncates the episode, then its own copy."""
 
     def get(self: TurnLimit) -> Any:
         return self._views[name] if self._views is not None else getattr(self.env, name)
 
-    return property(get, doc=f"``{name}``: the wrapped env's, or this wrapper's own once it truncated the episode.")
+    return property(
+        get, doc=f"``{name}``: the wrapped env's, or this wrapper's own once it truncated the episode."
+    )
 
 
 class TurnLimit(TextEnvWrapper):
@@ -78,8 +89,8 @@ class TurnLimit(TextEnvWrapper):
         self._returns = {a: 0.0 for a in self.env.possible_agents}
         if any("turn" not in self.env.infos[a] for a in self.env.agents):
             raise InvalidArgumentError(
-                f"TurnLimit needs infos[agent]['turn'], which {type(self.env.unwrapped).__name__} does not report: "
-                "wrap a teamgym env (they all do), or pass max_turns to the env itself"
+                f"TurnLimit needs infos[agent]['turn'], which {type(self.env.unwrapped).__name__} does not "
+                "report: wrap a teamgym env (they all do), or pass max_turns to the env itself"
             )
 
     def step(self, action: Any) -> None:
@@ -87,8 +98,10 @@ class TurnLimit(TextEnvWrapper):
             self._dead_step(action)
             return
         agent = getattr(self.env, "agent_selection", None)
-        live = agent is not None and agent in self.env.agents and not (
-            self.env.terminations[agent] or self.env.truncations[agent]
+        live = (
+            agent is not None
+            and agent in self.env.agents
+            and not (self.env.terminations[agent] or self.env.truncations[agent])
         )
         self.env.step(action)
         if not live:
@@ -129,8 +142,8 @@ class TurnLimit(TextEnvWrapper):
         agent = views["agent_selection"]
         if action is not None:
             raise InvalidActionError(
-                f"step({action!r:.60}) for {agent!r}, whose episode TurnLimit truncated: pass None for a finished "
-                "agent (PettingZoo's convention), or call reset()"
+                f"step({action!r:.60}) for {agent!r}, whose episode TurnLimit truncated: pass None for a "
+                "finished agent (PettingZoo's convention), or call reset()"
             )
         for name in ("rewards", "_cumulative_rewards", "terminations", "truncations", "infos"):
             views[name].pop(agent, None)

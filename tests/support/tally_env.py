@@ -1,10 +1,10 @@
 """``TallyEnv``: three agents add digits to reach a target sum, in an order the env chooses (a test env).
 
-Agents ``alice``, ``bob``, ``carol``. Each action is parsed for its first digit (none: format penalty, adds 0). The
-agent to act is always the one whose index is ``total % 3`` (so an agent that adds 0 or 3 acts again), and a turn
-holds three steps. Reaching the target exactly solves the task (every
-agent gets ``team = 1``); overshooting fails it (every agent gets ``team = -1``). ``infos[agent]["progress"]`` is
-``min(total / target, 1)`` for every agent after every step (the progress-signal convention of
+Agents ``alice``, ``bob``, ``carol``. Each action is parsed for its first digit (none: format penalty, adds
+0). The agent to act is always the one whose index is ``total % 3`` (so an agent that adds 0 or 3 acts again),
+and a turn holds three steps. Reaching the target exactly solves the task (every agent gets ``team = 1``);
+overshooting fails it (every agent gets ``team = -1``). ``infos[agent]["progress"]`` is ``min(total / target,
+1)`` for every agent after every step (the progress-signal convention of
 ``teamgym.wrappers.EnvProgressScorer``).
 
 ==========  =========  ========  =========================================================
@@ -37,9 +37,16 @@ class TallyEnv(TurnBasedTextEnv[int, TallyState]):
     metadata = {"name": "tally-v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
     roles = ("alice", "bob", "carol")
 
-    def __init__(self, *, max_turns: int = 3, alpha: float | dict[str, float] = 1.0, render_mode: str | None = None):
-        super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, max_prompt_chars=1024,
-                         max_action_chars=1024)
+    def __init__(
+        self, *, max_turns: int = 3, alpha: float | dict[str, float] = 1.0, render_mode: str | None = None
+    ):
+        super().__init__(
+            max_turns=max_turns,
+            alpha=alpha,
+            render_mode=render_mode,
+            max_prompt_chars=1024,
+            max_action_chars=1024,
+        )
 
     def _task_from_id(self, task_id: int) -> int:
         return 10 + int(task_id) % 20
@@ -69,7 +76,9 @@ class TallyEnv(TurnBasedTextEnv[int, TallyState]):
         terms = {a: reward_terms(team=team) for a in self.agents}
         terms[agent] = reward_terms(team=team, format=0.0 if match else -0.5)
         progress = min(self.state.total / self.task, 1.0)
-        return Outcome(terms, terminated=solved or failed, info={a: {"progress": progress} for a in self.agents})
+        return Outcome(
+            terms, terminated=solved or failed, info={a: {"progress": progress} for a in self.agents}
+        )
 
     def _is_success(self) -> bool:
         return self.state.total == self.task

@@ -55,6 +55,8 @@ def test_step_before_reset_raises_the_envs_error():
 def test_parallel_view_of_a_wrapped_env_plays_turns():
     env = TurnParallelEnv(RewardMixing(RelayEnv(), alpha={"listener": 3.0}))
     env.reset(seed=0, options={"task_id": "apple"})
-    observations, rewards, terminations, truncations, infos = env.step({"speaker": "The word is apple", "listener": "apple"})
+    observations, rewards, terminations, truncations, infos = env.step(
+        {"speaker": "The word is apple", "listener": "apple"}
+    )
     assert rewards == {"speaker": 0.0, "listener": 3.0}
     assert all(terminations.values())

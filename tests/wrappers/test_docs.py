@@ -30,8 +30,17 @@ def test_docs_page_examples():
 
 def test_docs_page_lists_every_wrapper_with_an_example():
     text = DOCS.read_text(encoding="utf-8")
-    for name in ("RewardMixing", "ProcessReward", "Recorder", "SingleAgentView", "TurnLimit", "EnvProgressScorer",
-                 "MonteCarloScorer", "TextScorer", "TransformersPRM"):
+    for name in (
+        "RewardMixing",
+        "ProcessReward",
+        "Recorder",
+        "SingleAgentView",
+        "TurnLimit",
+        "EnvProgressScorer",
+        "MonteCarloScorer",
+        "TextScorer",
+        "TransformersPRM",
+    ):
         assert f"## {name}" in text or f"`{name}(" in text, name
         assert f"{name}(" in text.split("```python", 1)[1], f"{name} has no example"
     for name in ("RewardMixing", "ProcessReward", "Recorder", "SingleAgentView", "TurnLimit"):

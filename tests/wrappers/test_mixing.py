@@ -29,7 +29,9 @@ def test_check_env_static_and_adaptive(name):
 
 
 @settings(max_examples=25, deadline=None)
-@given(alpha=st.floats(-3, 3, allow_nan=False), other=st.floats(-3, 3, allow_nan=False), seed=st.integers(0, 50))
+@given(
+    alpha=st.floats(-3, 3, allow_nan=False), other=st.floats(-3, 3, allow_nan=False), seed=st.integers(0, 50)
+)
 def test_rewards_are_alpha_team_plus_local_at_every_step(alpha, other, seed):
     env = RewardMixing(TallyEnv(alpha=0.7), alpha={"alice": alpha, "bob": other})
     base = env.unwrapped

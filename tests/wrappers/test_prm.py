@@ -21,7 +21,8 @@ def tiny():
 
 
 def _speaker_tree():
-    """A sampling tree on the relay env: root -> 4 speaker candidates -> 2 listener continuations each (leaves).
+    """A sampling tree on the relay env: root -> 4 speaker candidates -> 2 listener continuations each
+    (leaves).
 
     Returns the speaker nodes' (prompt, action) texts, the tree's parents and leaf rewards (the team outcome).
     """

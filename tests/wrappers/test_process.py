@@ -36,14 +36,22 @@ def _echo_policy(observation):
 def test_check_env_with_each_scorer(name):
     make = FACTORIES[name]
     check_env(lambda: ProcessReward(make(), _length_scorer, weight=0.5), num_garbage=150, api_cycles=10)
-    check_env(lambda: ProcessReward(make(), TextScorer(lambda p, a: float(len(p) > len(a)))), num_garbage=150,
-              api_cycles=10)
-    check_env(lambda: ProcessReward(make(), MonteCarloScorer(_echo_policy, num_rollouts=2, max_steps=8)),
-              num_garbage=60, api_cycles=5)
+    check_env(
+        lambda: ProcessReward(make(), TextScorer(lambda p, a: float(len(p) > len(a)))),
+        num_garbage=150,
+        api_cycles=10,
+    )
+    check_env(
+        lambda: ProcessReward(make(), MonteCarloScorer(_echo_policy, num_rollouts=2, max_steps=8)),
+        num_garbage=60,
+        api_cycles=5,
+    )
 
 
 def test_check_env_with_the_env_progress_signal():
-    check_env(lambda: ProcessReward(TallyEnv(), EnvProgressScorer(), weight=2.0), num_garbage=150, api_cycles=10)
+    check_env(
+        lambda: ProcessReward(TallyEnv(), EnvProgressScorer(), weight=2.0), num_garbage=150, api_cycles=10
+    )
 
 
 def test_process_term_is_weighted_and_part_of_local():
@@ -65,7 +73,9 @@ def test_process_term_is_weighted_and_part_of_local():
 
 
 def test_two_process_wrappers_with_one_term_add_up():
-    env = ProcessReward(ProcessReward(RelayEnv(), lambda e, a, x: 1.0, weight=0.25), lambda e, a, x: 1.0, weight=0.5)
+    env = ProcessReward(
+        ProcessReward(RelayEnv(), lambda e, a, x: 1.0, weight=0.25), lambda e, a, x: 1.0, weight=0.5
+    )
     env.reset(seed=0, options={"task_id": "apple"})
     env.step("hi")
     assert env.infos["speaker"]["reward_terms"]["process"] == 0.75
@@ -134,9 +144,17 @@ def test_bad_arguments_raise(kwargs):
 # ---------------------------------------------------------------------- Monte-Carlo scorer
 def _everything(env):
     base = env.unwrapped
-    return (_plain(base.infos), dict(base.rewards), {a: base.observe(a) for a in base.agents}, base.agent_selection,
-            dict(base.terminations), dict(base.truncations), base.np_random.bit_generator.state, base.num_steps,
-            list(base.history))
+    return (
+        _plain(base.infos),
+        dict(base.rewards),
+        {a: base.observe(a) for a in base.agents},
+        base.agent_selection,
+        dict(base.terminations),
+        dict(base.truncations),
+        base.np_random.bit_generator.state,
+        base.num_steps,
+        list(base.history),
+    )
 
 
 @pytest.mark.parametrize("name", sorted(TEST_ENVS))
@@ -156,7 +174,9 @@ def test_monte_carlo_process_reward_does_not_change_the_episode(name):
     policy = _cycle(["2", "apple", "7", ""])
     plain = play_episode(make(), policy, seed=5)
     policy = _cycle(["2", "apple", "7", ""])
-    scored = play_episode(ProcessReward(make(), MonteCarloScorer(lambda obs: "3", num_rollouts=2)), policy, seed=5)
+    scored = play_episode(
+        ProcessReward(make(), MonteCarloScorer(lambda obs: "3", num_rollouts=2)), policy, seed=5
+    )
     assert [r["observation"] for r in plain] == [r["observation"] for r in scored]
     assert [r["agent"] for r in plain] == [r["agent"] for r in scored]
 

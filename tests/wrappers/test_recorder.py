@@ -32,7 +32,7 @@ def test_one_record_per_agent_turn(name, tmp_path):
     rows = play_episode(env, _cycle(["3 apple", "river", "9"]), seed=2)
     records = load_records(tmp_path / "t.jsonl")
     assert len(records) == len(rows)
-    for record, row in zip(records, rows):
+    for record, row in zip(records, rows, strict=True):
         assert list(record) == list(RECORD_KEYS)
         assert record["agent"] == row["agent"]
         assert record["action"] == row["action"]
@@ -46,7 +46,9 @@ def test_one_record_per_agent_turn(name, tmp_path):
 
 
 def test_rewards_and_terms_come_from_the_wrapped_layer(tmp_path):
-    env = Recorder(ProcessReward(RewardMixing(RelayEnv(), 2.0), lambda e, a, x: 1.0, weight=0.5), tmp_path / "t")
+    env = Recorder(
+        ProcessReward(RewardMixing(RelayEnv(), 2.0), lambda e, a, x: 1.0, weight=0.5), tmp_path / "t"
+    )
     env.reset(seed=0, options={"task_id": "apple"})
     env.step("The word is apple")
     env.step("apple")
@@ -61,7 +63,11 @@ def test_off_turn_rewards_complete_what_last_hands_each_agent(tmp_path):
     env = Recorder(TallyEnv(), tmp_path / "t")
     env.reset(seed=0, options={"task_id": 0})  # target 10; on success every agent gets team = 1
     totals = {}
-    for action in ["4", "3", "3"]:  # alice, carol, carol, then the next turn opens with bob: 4+3+3 = 10 at carol
+    for action in [
+        "4",
+        "3",
+        "3",
+    ]:  # alice, carol, carol, then the next turn opens with bob: 4+3+3 = 10 at carol
         env.step(action)
     for agent in env.agents:
         totals[agent] = env._cumulative_rewards[agent]
@@ -165,9 +171,10 @@ def test_to_batch_columns(tmp_path):
     assert batch["turn"].dtype == torch.int64 and batch["done"].dtype == torch.bool
     assert batch["agent"] == [r["agent"] for r in records]
     assert torch.equal(batch["term_process"], torch.full((n,), 0.5))
-    assert torch.equal(batch["term_format"], torch.tensor([r["reward_terms"].get("format", 0.0) for r in records]))
+    assert torch.equal(
+        batch["term_format"], torch.tensor([r["reward_terms"].get("format", 0.0) for r in records])
+    )
     expected = group_ids([r["task_id"] for r in records], [r["agent"] for r in records], batch["turn"])
     assert torch.equal(batch["group_id"], expected)
     assert int(batch["episode_index"].max()) == 2
     assert to_batch([])["reward"].shape == (0,)
-

@@ -25,7 +25,8 @@ def _cases():
 
 @pytest.mark.parametrize("name,agent", list(_cases()))
 def test_gymnasium_check_env_for_every_role(name, agent):
-    # gymnasium's checker fails a truncation right after the first step: give the tally env room (its partners may
+    # gymnasium's checker fails a truncation right after the first step: give the tally env room (its partners
+    # may
     # take every step of a turn)
     env = TallyEnv(max_turns=10) if name == "tally" else FACTORIES[name]()
     with warnings.catch_warnings():
