@@ -1,8 +1,8 @@
 """RL algorithms for teams of LLM agents: pure torch functions over the columns of an agent-turn batch.
 
 Advantage estimators are registered by name (``get_advantage("grpo")``, ``list_advantages()``); group ids are
-built explicitly from key columns (``group_ids(task_ids, agents, turns)``). Formulas and sources: docs/algorithms.md.
-This package depends on torch and numpy only.
+built explicitly from key columns (``group_ids(task_ids, agents, turns)``). Formulas and sources:
+docs/algorithms.md. This package depends on torch and numpy only.
 
 >>> import torch
 >>> from teamgym.algos import get_advantage
@@ -36,7 +36,7 @@ from teamgym.algos.losses import (
 from teamgym.algos.mixing import AlphaMixer, BanditAlpha, StaticAlpha, mix_rewards
 from teamgym.algos.registry import get_advantage, list_advantages, register_advantage
 from teamgym.algos.trackers import BetaValueTracker, PerAgentValueTracker, adaptive_rho
-from teamgym.algos.tree import TreeValues, masprm_targets, tree_values, treerl_advantages
+from teamgym.algos.tree import TreeValues, masprm_targets, tree_values, treerl_advantages, treerl_terms
 from teamgym.algos.tree_sampling import (
     AdaptiveK,
     Branch,
@@ -96,4 +96,5 @@ __all__ = [
     "tree_turn",
     "tree_values",
     "treerl_advantages",
+    "treerl_terms",
 ]

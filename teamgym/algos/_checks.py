@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from teamgym.errors import InvalidArgumentError
@@ -21,7 +23,8 @@ def check_values(name: str, values: torch.Tensor) -> torch.Tensor:
         )
     if not values.is_floating_point():
         values = values.to(torch.float32)
-    if not bool(torch.isfinite(values).all()):
+    # one float64 sum is finite iff every value is (NaN/inf propagate); the elementwise check only on failure
+    if not math.isfinite(float(values.sum(dtype=torch.float64))) and not bool(torch.isfinite(values).all()):
         bad = int((~torch.isfinite(values)).nonzero()[0])
         raise InvalidArgumentError(
             f"{name} must be finite, got {values[bad].item()} at row {bad}: replace NaN/inf rewards before "
@@ -47,8 +50,13 @@ def check_ids(name: str, ids: torch.Tensor) -> torch.Tensor:
 
 
 def check_same_length(**columns: torch.Tensor) -> int:
-    """All columns have the same length; returns it."""
+    """All columns have the same length and device; returns the length."""
     lengths = {name: int(col.shape[0]) for name, col in columns.items()}
+    devices = {str(col.device) for col in columns.values() if isinstance(col, torch.Tensor)}
+    if len(devices) > 1:
+        raise InvalidArgumentError(
+            f"columns are on different devices {sorted(devices)}: move them to one device with .to(device)"
+        )
     if len(set(lengths.values())) > 1:
         listed = ", ".join(f"{k}={v}" for k, v in lengths.items())
         raise InvalidArgumentError(

@@ -1,7 +1,8 @@
 """Group-relative advantage estimators: GRPO, Dr.GRPO, RLOO, and their multi-agent groupings.
 
-All functions take 1-D tensors, one row per agent-turn, and explicit int64 ids of any values. Singleton groups get
-advantage 0; std is Bessel-corrected (as ``torch.std``, verl and TRL). Outputs keep the rewards' float dtype.
+All functions take 1-D tensors, one row per agent-turn, and explicit int64 ids of any values. Singleton groups
+get advantage 0; std is Bessel-corrected (as ``torch.std``, verl and TRL). Outputs keep the rewards' float
+dtype.
 """
 
 from __future__ import annotations
@@ -9,10 +10,15 @@ from __future__ import annotations
 import torch
 
 from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
-from teamgym.algos.grouping import combine_ids, group_stats, normalize_in_groups
+from teamgym.algos.grouping import combine_codes, combine_ids, normalize_in_groups, sparse_group_stats
 from teamgym.algos.registry import register_advantage
 
 __all__ = ["grpo", "dr_grpo", "rloo", "at_grpo", "at_grpo_group_ids", "dr_mas", "mhgpo"]
+
+
+def _combine(*columns: torch.Tensor) -> torch.Tensor:
+    """Group codes of the key tuples (not necessarily dense; cheaper than ``combine_ids``)."""
+    return combine_codes(*columns)[0]
 
 
 @register_advantage("grpo")
@@ -40,7 +46,7 @@ def grpo(rewards: torch.Tensor, group_ids: torch.Tensor, *, scale_by_std: bool =
 
 @register_advantage("dr_grpo")
 def dr_grpo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
-    """Dr.GRPO advantage ``A_i = r_i - mean_g`` (no std division; arXiv 2503.20783, Eq. 3).
+    """Dr.GRPO advantage ``A_i = r_i - mean_g`` (no std division; arXiv 2503.20783).
 
     Pair it with the ``seq-mean-token-sum-norm`` loss aggregation (constant length normaliser).
     """
@@ -49,16 +55,17 @@ def dr_grpo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
 
 @register_advantage("rloo")
 def rloo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
-    """REINFORCE leave-one-out: ``A_i = r_i - (sum_g - r_i) / (G - 1)`` (Ahmadian et al., arXiv 2402.14740, Eq. 5)."""
+    """REINFORCE leave-one-out advantage ``A_i = r_i - (sum_g - r_i) / (G - 1)``.
+
+    Source: Ahmadian et al., "Back to Basics", arXiv 2402.14740. Singleton groups give 0.
+    """
     rewards = check_values("rewards", rewards)
     group_ids = check_ids("group_ids", group_ids)
     check_same_length(rewards=rewards, group_ids=group_ids)
-    stats = group_stats(rewards, group_ids)
-    x = rewards.to(torch.float64)
-    count = stats.count[stats.inverse]
-    total = stats.mean[stats.inverse] * count
-    out = torch.where(count > 1, x - (total - x) / (count - 1).clamp_min(1.0), torch.zeros_like(x))
-    return out.to(rewards.dtype)
+    # r_i - (S - r_i)/(G - 1) == G/(G - 1) * (r_i - S/G): one centring pass, one per-group factor
+    stats = sparse_group_stats(rewards, group_ids)
+    factor = torch.where(stats.count > 1, stats.count / (stats.count - 1).clamp_min(1.0), 0.0)
+    return (stats.centred * factor.index_select(0, stats.inverse)).to(rewards.dtype)
 
 
 def at_grpo_group_ids(
@@ -66,9 +73,9 @@ def at_grpo_group_ids(
 ) -> torch.Tensor:
     """AT-GRPO group ids: one group per (task, agent, turn) node of the sampling tree.
 
-    The ``branch`` column (which of the K candidates) is deliberately not a key: the K candidates sampled at one
-    node share one env state and form one group. Ids are built from explicit columns, never from row positions, so
-    groups cannot mix tasks (the reference code divided a row index by K twice and did).
+    The ``branch`` column (which of the K candidates) is deliberately not a key: the K candidates sampled at
+    one node share one env state and form one group. Ids are built from explicit columns, never from row
+    positions, so groups cannot mix tasks (the reference code divided a row index by K twice and did).
     """
     task_ids = check_ids("task_ids", task_ids)
     agent_ids = check_ids("agent_ids", agent_ids)
@@ -86,13 +93,17 @@ def at_grpo(
     *,
     scale_by_std: bool = True,
 ) -> torch.Tensor:
-    """AT-GRPO: GRPO with groups = (task, agent, turn) (Stronger-MAS, arXiv 2510.11062, Sec. 4, Eq. 4).
+    """AT-GRPO: GRPO with groups = (task, agent, turn) (Stronger-MAS, arXiv 2510.11062).
 
-    Rewards are usually already mixed, ``r = alpha * r_team + r_local`` with alpha = 1. One agent and one turn give
-    exactly :func:`grpo` over the K candidates.
+    Rewards are usually already mixed, ``r = alpha * r_team + r_local`` with alpha = 1. One agent and one turn
+    give exactly :func:`grpo` over the K candidates.
     """
     rewards = check_values("rewards", rewards)
-    ids = at_grpo_group_ids(task_ids, agent_ids, turn_ids)
+    task_ids = check_ids("task_ids", task_ids)
+    agent_ids = check_ids("agent_ids", agent_ids)
+    turn_ids = check_ids("turn_ids", turn_ids)
+    check_same_length(task_ids=task_ids, agent_ids=agent_ids, turn_ids=turn_ids)
+    ids = _combine(task_ids, agent_ids, turn_ids)
     check_same_length(rewards=rewards, group_ids=ids)
     return grpo(rewards, ids, scale_by_std=scale_by_std)
 
@@ -101,14 +112,14 @@ def at_grpo(
 def dr_mas(rewards: torch.Tensor, group_ids: torch.Tensor, agent_ids: torch.Tensor) -> torch.Tensor:
     """Dr.MAS: ``A = (R - mu_{g,k}) / (sigma_{g,k} + 1e-6)`` over every invocation of agent k in group g.
 
-    Source: arXiv 2602.08847, Eq. 6 (code langfengQ/DrMAS). Per-agent statistics make A_k invariant to any affine
+    Source: arXiv 2602.08847 (code langfengQ/DrMAS). Per-agent statistics make A_k invariant to any affine
     change ``a*R + b`` (a > 0) of agent k's rewards, so agents with different reward scales train at one rate.
     """
     rewards = check_values("rewards", rewards)
     group_ids = check_ids("group_ids", group_ids)
     agent_ids = check_ids("agent_ids", agent_ids)
     check_same_length(rewards=rewards, group_ids=group_ids, agent_ids=agent_ids)
-    return normalize_in_groups(rewards, combine_ids(group_ids, agent_ids), scale_by_std=True, eps=1e-6)
+    return normalize_in_groups(rewards, _combine(group_ids, agent_ids), scale_by_std=True, eps=1e-6)
 
 
 @register_advantage("mhgpo")
@@ -120,15 +131,16 @@ def mhgpo(
     scale_by_std: bool = True,
     eps: float = 1e-6,
 ) -> torch.Tensor:
-    """MHGPO with fork-on-first rollouts: each agent's samples are standardised among the rollouts of one root query.
+    """MHGPO (fork-on-first): each agent's samples standardised among the rollouts of one root query.
 
-    Source: arXiv 2506.02718, Sec. 3 (no public code; details unverified). With fork-on-first sampling the first
-    agent branches G ways from the root query and every later agent acts once per branch, so for each agent the G
-    rollouts sharing the root form its group: ids are (root group, agent), and each sample's reward is the outcome
-    of its branch. With independent sampling and one agent this is :func:`grpo`. Pass ``group_ids`` = root query id.
+    Source: arXiv 2506.02718 (no public code; details unverified). With fork-on-first sampling the first
+    agent branches G ways from the root query and every later agent acts once per branch, so for each agent
+    the G rollouts sharing the root form its group: ids are (root group, agent), and each sample's reward is
+    the outcome of its branch. With independent sampling and one agent this is :func:`grpo`. Pass
+    ``group_ids`` = root query id.
     """
     rewards = check_values("rewards", rewards)
     group_ids = check_ids("group_ids", group_ids)
     agent_ids = check_ids("agent_ids", agent_ids)
     check_same_length(rewards=rewards, group_ids=group_ids, agent_ids=agent_ids)
-    return grpo(rewards, combine_ids(group_ids, agent_ids), scale_by_std=scale_by_std, eps=eps)
+    return grpo(rewards, _combine(group_ids, agent_ids), scale_by_std=scale_by_std, eps=eps)

@@ -1,8 +1,9 @@
 """Group ids from key columns, and vectorised per-group statistics (mean, Bessel std, size).
 
 Every group-relative estimator reduces to: turn key columns into dense int64 ids, then compute a statistic per
-group with ``index_add_`` and gather it back per row. Both steps are O(N) tensor operations except one sort when
-ids are sparse (``torch.unique``); strings are factorised with a dict (about 0.2 s per million on one core).
+group with ``index_add_`` and gather it back per row. Both steps are O(N) tensor operations except one sort
+when ids are sparse (``torch.unique``); strings are factorised with a dict (about 0.2 s per million on one
+core).
 
 >>> import torch
 >>> ids = group_ids(["t1", "t1", "t2"], torch.tensor([0, 0, 0]))
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from teamgym.algos._checks import check_ids
+from teamgym.algos._checks import check_ids, check_same_length
 from teamgym.errors import InvalidArgumentError
 
 __all__ = [
@@ -78,11 +79,14 @@ def dense_ids(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
     n = ids.numel()
     if n == 0:
         return ids.to(torch.int64), 0
-    low, high = int(ids.min()), int(ids.max())
+    low, high = (int(v) for v in torch.aminmax(ids))
     if low >= 0 and high < _BINCOUNT_FACTOR * n + _BINCOUNT_SLACK:
         present = torch.bincount(ids, minlength=high + 1) > 0
+        n_present = int(present.sum())
+        if n_present == high + 1:  # already dense: skip the gather
+            return ids, n_present
         remap = torch.cumsum(present, 0) - 1
-        return remap[ids], int(present.sum())
+        return remap.index_select(0, ids), n_present
     uniques, inverse = torch.unique(ids, return_inverse=True)
     return inverse, int(uniques.numel())
 
@@ -91,8 +95,10 @@ def group_ids(*columns: Column) -> torch.Tensor:
     """Dense int64 group ids: rows share an id exactly when they agree on every key column.
 
     Args:
-        *columns: one or more equally long key columns (int tensors/arrays/lists, or lists of strings/hashables),
-            e.g. ``group_ids(task_ids, agent_names, turn_ids)`` for AT-GRPO or ``group_ids(task_ids, anchors)``.
+        *columns: one or more equally long key columns (int tensors/arrays/lists, or lists of
+        strings/hashables),
+            e.g. ``group_ids(task_ids, agent_names, turn_ids)`` for AT-GRPO or ``group_ids(task_ids,
+            anchors)``.
 
     Returns:
         ``(N,)`` int64 ids in ``[0, G)``.
@@ -105,17 +111,64 @@ def group_ids(*columns: Column) -> torch.Tensor:
     return combine_ids(*(factorize(column)[0] for column in columns))
 
 
+def _bincount_limit(n: int) -> int:
+    return _BINCOUNT_FACTOR * n + _BINCOUNT_SLACK
+
+
+def _nested(inner: torch.Tensor, n_inner: int, outer: torch.Tensor, n_outer: int) -> bool:
+    """Whether ``outer`` is a function of ``inner`` (then ``inner`` alone identifies the pairs)."""
+    if n_inner > _bincount_limit(inner.numel()):
+        return False
+    owner = torch.full((n_inner,), -1, dtype=torch.int64, device=inner.device)
+    owner.scatter_(0, inner, outer)
+    return bool(torch.equal(owner.index_select(0, inner), outer))
+
+
+def _radix_codes(ids: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Codes in ``[0, n)`` for radix folding: the ids themselves if small and non-negative, else dense."""
+    if ids.numel() == 0:
+        return ids, 0
+    low, high = (int(v) for v in torch.aminmax(ids))
+    if low >= 0 and high < _bincount_limit(ids.numel()):
+        return ids, high + 1
+    return dense_ids(ids)
+
+
 def combine_ids(*id_columns: torch.Tensor) -> torch.Tensor:
-    """Dense ids of the tuples ``(a[i], b[i], ...)`` for int64 id tensors of any values (no Python loop)."""
-    combined, size = dense_ids(check_ids("ids", id_columns[0]))
+    """Dense ids of the tuples ``(a[i], b[i], ...)`` for int64 id tensors of any values (no Python loop).
+
+    Columns are folded by mixed radix while the key range stays small (no sort); when one column is a function
+    of the other (anchor ids built per group are), the finer one alone is kept; otherwise one sort.
+    """
+    return dense_ids(combine_codes(*id_columns)[0])[0]
+
+
+def combine_codes(*id_columns: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Like :func:`combine_ids` but returns ``(codes, size)``: codes in ``[0, size)``, not necessarily dense.
+
+    Cheaper (no final remap); ``size`` stays below a few times N, so codes can index bincount/scatter tables.
+    """
+    if not id_columns:
+        raise InvalidArgumentError("combine_ids needs at least one id column, got none")
+    check_same_length(**{f"column {i}": check_ids(f"column {i}", c) for i, c in enumerate(id_columns)})
+    combined, size = _radix_codes(check_ids("ids", id_columns[0]))
     for column in id_columns[1:]:
-        codes, n = dense_ids(check_ids("ids", column))
-        if size * n < (1 << 62):
+        codes, n = _radix_codes(check_ids("ids", column))
+        limit = _bincount_limit(codes.numel())
+        if size * n >= limit:
+            (combined, size), (codes, n) = dense_ids(combined), dense_ids(codes)
+        if size * n < limit:
+            combined, size = combined * n + codes, size * n
+        elif _nested(codes, n, combined, size):
+            combined, size = codes, n
+        elif _nested(combined, size, codes, n):
+            continue
+        elif size * n < (1 << 62):
             combined, size = dense_ids(combined * n + codes)
-        else:  # radix overflow: fall back to unique rows
+        else:  # radix overflow: unique rows
             _, combined = torch.unique(torch.stack([combined, codes], 1), dim=0, return_inverse=True)
             size = int(combined.max()) + 1 if combined.numel() else 0
-    return combined
+    return combined, size
 
 
 @dataclass(frozen=True)
@@ -126,28 +179,42 @@ class GroupStats:
     count: torch.Tensor  # (G,) float64
     mean: torch.Tensor  # (G,) float64
     std: torch.Tensor  # (G,) float64, Bessel-corrected; 0 for singleton groups
+    centred: torch.Tensor  # (N,) float64, value minus its group mean
+
+
+def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
+    """Stats over codes in ``[0, size)``; unused codes get count 0, mean 0, std 0."""
+    x = values.to(torch.float64)
+    count = torch.bincount(codes, minlength=size).to(torch.float64)
+    mean = torch.bincount(codes, weights=x, minlength=size) / count.clamp_min(1.0)
+    centred = x - mean.index_select(0, codes)
+    sq = torch.bincount(codes, weights=centred * centred, minlength=size)
+    std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
+    return GroupStats(codes, count, mean, std, centred)
 
 
 def group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
-    """Size, mean and Bessel-corrected std of ``values`` per id, in float64, by two ``index_add_`` passes."""
-    ids = check_ids("group_ids", ids)
-    inverse, n_groups = dense_ids(ids)
-    x = values.to(torch.float64)
-    count = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, inverse, torch.ones_like(x))
-    mean = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, inverse, x) / count
-    centred = x - mean[inverse]
-    sq = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, inverse, centred * centred)
-    std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
-    return GroupStats(inverse, count, mean, std)
+    """Size, mean and Bessel-corrected std of ``values`` per id, in float64 (two-pass, numerically stable)."""
+    inverse, n_groups = dense_ids(check_ids("group_ids", ids))
+    return _stats(values, inverse, n_groups)
+
+
+def sparse_group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
+    """:func:`group_stats` without the final remap (cheaper when ids are small non-negative integers).
+
+    ``inverse`` holds codes in ``[0, size)`` rather than dense ids; unused codes have count 0.
+    """
+    return _stats(values, *_radix_codes(check_ids("group_ids", ids)))
 
 
 def normalize_in_groups(
     values: torch.Tensor, ids: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6
 ) -> torch.Tensor:
     """``(x - mean_g) / (std_g + eps)`` (or ``x - mean_g``) per group; singleton groups give exactly 0."""
-    stats = group_stats(values, ids)
-    out = values.to(torch.float64) - stats.mean[stats.inverse]
-    if scale_by_std:
-        out = out / (stats.std[stats.inverse] + eps)
-    out = torch.where(stats.count[stats.inverse] > 1, out, torch.zeros_like(out))
-    return out.to(values.dtype)
+    stats = _stats(values, *_radix_codes(check_ids("group_ids", ids)))
+    if not scale_by_std:
+        return stats.centred.to(values.dtype)  # singletons: x - x/1 == 0 exactly
+    # singleton and exactly-constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0)
+    spread = (stats.count > 1) & (stats.std > 0)
+    factor = torch.where(spread, 1.0 / (stats.std + eps), torch.zeros_like(stats.std))
+    return (stats.centred * factor.index_select(0, stats.inverse)).to(values.dtype)

@@ -1,8 +1,8 @@
 """Hierarchical (episode + step) advantages: GiGPO and its multi-agent version ``team_gigpo``.
 
 Both read per-row columns: the episode return of the row's trajectory, the row's discounted step return (see
-:func:`discounted_returns`), the prompt group, the trajectory, and an anchor id (the env state the row acted in,
-hashed without history; build it with ``group_ids(anchor_texts)``).
+:func:`discounted_returns`), the prompt group, the trajectory, and an anchor id (the env state the row acted
+in, hashed without history; build it with ``group_ids(anchor_texts)``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,22 @@ from __future__ import annotations
 import torch
 
 from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
-from teamgym.algos.grouping import combine_ids, dense_ids, normalize_in_groups
+from teamgym.algos.grouping import (
+    _bincount_limit,
+    _radix_codes,
+    combine_codes,
+    dense_ids,
+    normalize_in_groups,
+)
 from teamgym.algos.registry import register_advantage
 from teamgym.errors import InvalidArgumentError
 
 __all__ = ["discounted_returns", "gigpo", "team_gigpo"]
+
+
+def _combine(*columns: torch.Tensor) -> torch.Tensor:
+    """Group codes of the key tuples (not necessarily dense; cheaper than ``combine_ids``)."""
+    return combine_codes(*columns)[0]
 
 
 def discounted_returns(
@@ -22,9 +33,10 @@ def discounted_returns(
 ) -> torch.Tensor:
     """Per-row discounted return ``G_t = r_t + gamma * G_{t+1}`` along each trajectory, ordered by turn.
 
-    GiGPO (arXiv 2505.10978, Eq. 6) uses gamma = 0.95. For per-agent returns (``team_gigpo``) pass
-    ``trajectory_ids = combine_ids(trajectory_ids, agent_ids)`` so each agent's turns form their own chain. Rows may
-    come in any order; turn ids must be distinct within a trajectory. A segmented doubling scan: O(N log T).
+    GiGPO (arXiv 2505.10978) uses gamma = 0.95. For per-agent returns (``team_gigpo``) pass
+    ``trajectory_ids = combine_ids(trajectory_ids, agent_ids)`` so each agent's turns form their own chain.
+    Rows may come in any order; turn ids must be distinct within a trajectory. A segmented doubling scan: O(N
+    log T).
     """
     rewards = check_values("rewards", rewards)
     trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
@@ -34,51 +46,75 @@ def discounted_returns(
         raise InvalidArgumentError(f"gamma must be in [0, 1], got {gamma}: GiGPO uses 0.95")
     if n == 0:
         return rewards.clone()
-    traj, _ = dense_ids(trajectory_ids)
-    order = torch.argsort(turn_ids, stable=True)
-    order = order[torch.argsort(traj[order], stable=True)]
-    traj_sorted, turn_sorted = traj[order], turn_ids[order]
-    same_next = traj_sorted[1:] == traj_sorted[:-1]
-    if bool((same_next & (turn_sorted[1:] == turn_sorted[:-1])).any()):
+    traj, n_traj = dense_ids(trajectory_ids)
+    turn, n_turn = _radix_codes(turn_ids)
+    if n_traj * n_turn >= _bincount_limit(n):
+        turn, n_turn = dense_ids(turn)
+    key = traj * n_turn + turn  # sorted order of key = by trajectory, then turn
+    if n_traj * n_turn < _bincount_limit(n):
+        position, n_distinct = dense_ids(key)  # unique keys: the dense id is the sorted position (no sort)
+    else:
+        position = torch.empty(n, dtype=torch.int64, device=key.device)
+        sorted_key, order = torch.sort(key)
+        position.scatter_(0, order, torch.arange(n, device=key.device))
+        n_distinct = n - int((sorted_key[1:] == sorted_key[:-1]).sum())
+    if n_distinct < n:
         raise InvalidArgumentError(
             "turn_ids repeat within a trajectory, so the return order is ambiguous: give each row of a "
             "trajectory a distinct turn id (for per-agent returns combine trajectory and agent ids)"
         )
-    # segment end (exclusive) per sorted row
-    starts = torch.ones(n, dtype=torch.bool)
-    starts[1:] = ~same_next
-    seg_index = torch.cumsum(starts, 0) - 1
-    seg_start = torch.nonzero(starts).squeeze(1)
-    seg_end = torch.cat([seg_start[1:], torch.tensor([n])])[seg_index]
-    values = rewards.to(torch.float64)[order]
-    position = torch.arange(n)
+    # trajectories occupy consecutive sorted positions; a row's chain ends where its trajectory's block ends
+    block_end = torch.cumsum(torch.bincount(traj, minlength=n_traj), 0)
+    seg_end = torch.empty(n, dtype=torch.int64, device=key.device)
+    seg_end.scatter_(0, position, block_end.index_select(0, traj))
+    values = torch.empty(n, dtype=torch.float64, device=key.device)
+    values.scatter_(0, position, rewards.to(torch.float64))
+    index = torch.arange(n, device=key.device)
     span, factor = 1, float(gamma)
-    while span < n:
-        ahead = position + span
+    while True:
+        ahead = index + span
         inside = ahead < seg_end
         if not bool(inside.any()):
             break
-        shifted = torch.zeros_like(values)
-        shifted[inside] = values[ahead[inside]]
-        values = values + factor * shifted
+        values = values + factor * values.index_select(0, ahead.clamp_max(n - 1)) * inside
         span, factor = span * 2, factor * factor
-    out = torch.empty_like(values)
-    out[order] = values
-    return out.to(rewards.dtype)
+    return values.index_select(0, position).to(rewards.dtype)
 
 
-def _one_value_per_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
-    """Index of the first row of each dense unit id; checks that ``values`` is constant within each unit."""
+def _first_row_of_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
+    """One row index per dense unit id; checks that ``values`` is constant within each unit."""
     n_units = int(unit.max()) + 1
-    first = torch.full((n_units,), unit.numel(), dtype=torch.int64)
-    first.scatter_reduce_(0, unit, torch.arange(unit.numel()), reduce="amin")
-    if not torch.allclose(values, values[first][unit], rtol=1e-6, atol=1e-6):
-        bad = int((~torch.isclose(values, values[first][unit], rtol=1e-6, atol=1e-6)).nonzero()[0])
+    rows = torch.zeros(n_units, dtype=torch.int64, device=unit.device)
+    rows.scatter_(0, unit, torch.arange(unit.numel(), device=unit.device))
+    spread = values.index_select(0, rows).index_select(0, unit)
+    if not torch.equal(spread, values) and not torch.allclose(spread, values, rtol=1e-6, atol=1e-6):
+        bad = int((~torch.isclose(values, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])
         raise InvalidArgumentError(
-            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and its "
-            f"trajectory's first row has {values[first][unit][bad].item()}: repeat the episode return on every row"
+            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and "
+            f"another row of its trajectory has {spread[bad].item()}: repeat the episode return on every row"
         )
-    return first
+    return rows
+
+
+def _two_level(
+    episode_returns: torch.Tensor,
+    step_returns: torch.Tensor,
+    episode_groups: torch.Tensor,
+    units: torch.Tensor,
+    step_groups: torch.Tensor,
+    omega: float,
+    scale_by_std: bool,
+) -> torch.Tensor:
+    """``A^E + omega * A^S``: GRPO over one return per unit within its episode group, plus step-group GRPO."""
+    units = dense_ids(units)[0]  # one episode value per *present* unit
+    rows = _first_row_of_unit(episode_returns, units, "episode_returns")
+    episode_adv = normalize_in_groups(
+        episode_returns.index_select(0, rows).to(torch.float64),
+        episode_groups.index_select(0, rows),
+        scale_by_std=scale_by_std,
+    )
+    step_adv = normalize_in_groups(step_returns.to(torch.float64), step_groups, scale_by_std=scale_by_std)
+    return (episode_adv.index_select(0, units) + omega * step_adv).to(episode_returns.dtype)
 
 
 @register_advantage("gigpo")
@@ -92,12 +128,14 @@ def gigpo(
     omega: float = 1.0,
     scale_by_std: bool = True,
 ) -> torch.Tensor:
-    """GiGPO two-level advantage ``A = A^E + omega * A^S`` (arXiv 2505.10978, Eqs. 4, 7, 8; verl-agent).
+    """GiGPO two-level advantage ``A = A^E + omega * A^S`` (arXiv 2505.10978; verl-agent).
 
-    Episode level ``A^E``: GRPO over one return per (group, trajectory) (repeated on each of its rows), so long
-    trajectories do not weigh more. Step level ``A^S``: GRPO of ``step_returns`` over the step group (group, anchor):
-    rows of the same prompt group that acted in an identical env state. Singleton groups give 0 (verl-agent gives
-    the raw value), so all-distinct anchors or ``omega = 0`` reduce to episode-level GRPO. eps = 1e-6.
+    Episode level ``A^E``: GRPO over one return per (group, trajectory) (repeated on each of its rows), so
+    long trajectories do not weigh more. Step level ``A^S``: GRPO of ``step_returns`` over the step group
+    (group, anchor): rows of the same prompt group that acted in an identical env state. Singleton groups give
+    0 at both levels (verl-agent gives 0 at the step level but the raw return for a prompt with a single
+    trajectory), so all-distinct anchors or ``omega = 0`` reduce to episode-level GRPO. eps = 1e-6.
+    verl-agent's function default is ``mode="mean_norm"`` but its scripts use ``mean_std_norm``, our default.
 
     Args:
         episode_returns: ``(N,)`` return of the row's trajectory (constant within a trajectory).
@@ -123,15 +161,9 @@ def gigpo(
     check_positive("omega", omega, allow_zero=True)
     if n == 0:
         return episode_returns.clone()
-    trajectory = combine_ids(group_ids, trajectory_ids)
-    first = _one_value_per_unit(episode_returns, trajectory, "episode_returns")
-    episode_adv = normalize_in_groups(episode_returns[first], group_ids[first], scale_by_std=scale_by_std)
-    step_adv = normalize_in_groups(
-        step_returns, combine_ids(group_ids, anchor_ids), scale_by_std=scale_by_std
-    )
-    return (episode_adv[trajectory].to(torch.float64) + omega * step_adv.to(torch.float64)).to(
-        episode_returns.dtype
-    )
+    units = _combine(group_ids, trajectory_ids)
+    step_groups = _combine(group_ids, anchor_ids)
+    return _two_level(episode_returns, step_returns, group_ids, units, step_groups, omega, scale_by_std)
 
 
 @register_advantage("team_gigpo")
@@ -149,32 +181,41 @@ def team_gigpo(
     """Multi-agent GiGPO (teamgym design, direction A): GiGPO's two levels, normalised per agent as Dr.MAS.
 
     Outer level: the team trajectories of one task (``group_ids``). Each agent k has one episode return per
-    trajectory (its mixed return, e.g. ``alpha*team + local``), standardised across the group's trajectories among
-    agent k's returns only: ``A^E = (R_k - mu_{g,k}) / (sigma_{g,k} + eps)``. Inner level: step groups are
-    (group, agent, anchor), i.e. the same agent acting in an identical state; ``step_returns`` are per-agent
-    discounted returns over that agent's own turns (``discounted_returns(r, combine_ids(traj, agent), turn)``).
-    ``A = A^E + omega * A^S``. Per-agent statistics keep each agent invariant to affine changes of its own rewards
-    (Dr.MAS, arXiv 2602.08847) and never compare a coder's state with a tester's. With one agent this is exactly
-    :func:`gigpo`.
+    trajectory (its mixed return, e.g. ``alpha*team + local``), standardised across the group's trajectories
+    among agent k's returns only: ``A^E = (R_k - mu_{g,k}) / (sigma_{g,k} + eps)``. Inner level: step groups
+    are (group, agent, anchor), i.e. the same agent acting in an identical state; ``step_returns`` are
+    per-agent discounted returns over that agent's own turns (``discounted_returns(r, combine_ids(traj,
+    agent), turn)``). ``A = A^E + omega * A^S``. Per-agent statistics keep each agent invariant to affine
+    changes of its own rewards (Dr.MAS, arXiv 2602.08847) and never compare a coder's state with a tester's.
+    With one agent this is exactly :func:`gigpo`.
 
     Args:
-        episode_returns: ``(N,)`` the row's agent's return in its trajectory (constant per (trajectory, agent)).
+        episode_returns: ``(N,)`` the row's agent's return in its trajectory (constant per (trajectory,
+        agent)).
         step_returns: ``(N,)`` the row's agent's discounted return from this turn.
         group_ids, trajectory_ids, agent_ids, anchor_ids: ``(N,)`` int64 ids.
         omega: weight of the step-level term.
         scale_by_std: divide by group stds (both levels).
     """
-    agent_ids = check_ids("agent_ids", agent_ids)
-    trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
+    episode_returns = check_values("episode_returns", episode_returns)
+    step_returns = check_values("step_returns", step_returns)
     group_ids = check_ids("group_ids", group_ids)
+    trajectory_ids = check_ids("trajectory_ids", trajectory_ids)
+    agent_ids = check_ids("agent_ids", agent_ids)
     anchor_ids = check_ids("anchor_ids", anchor_ids)
-    check_same_length(trajectory_ids=trajectory_ids, agent_ids=agent_ids, group_ids=group_ids)
-    return gigpo(
-        episode_returns,
-        step_returns,
-        combine_ids(group_ids, agent_ids),
-        trajectory_ids,
-        anchor_ids,
-        omega=omega,
-        scale_by_std=scale_by_std,
+    n = check_same_length(
+        episode_returns=episode_returns,
+        step_returns=step_returns,
+        group_ids=group_ids,
+        trajectory_ids=trajectory_ids,
+        agent_ids=agent_ids,
+        anchor_ids=anchor_ids,
     )
+    check_positive("omega", omega, allow_zero=True)
+    if n == 0:
+        return episode_returns.clone()
+    episode_groups = _combine(group_ids, agent_ids)
+    units = _combine(episode_groups, trajectory_ids)
+    # (group, anchor) first: anchors are usually built per group, so that fold needs no sort
+    step_groups = _combine(_combine(group_ids, anchor_ids), agent_ids)
+    return _two_level(episode_returns, step_returns, episode_groups, units, step_groups, omega, scale_by_std)

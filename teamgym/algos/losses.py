@@ -1,7 +1,8 @@
 """Policy-gradient losses over ``(B, T)`` token tensors with a ``(B, T)`` response mask.
 
-``ppo_clip_loss`` (PPO / DAPO clip-higher / dual clip) with three aggregation modes, k1/k3 KL, an entropy bonus,
-DAPO overlong shaping, and the dynamic-sampling filter. Advantages may be per sequence ``(B,)`` or per token.
+``ppo_clip_loss`` (PPO / DAPO clip-higher / dual clip) with three aggregation modes, k1/k3 KL, an entropy
+bonus, DAPO overlong shaping, and the dynamic-sampling filter. Advantages may be per sequence ``(B,)`` or per
+token.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def aggregate(per_token: torch.Tensor, mask: torch.Tensor, mode: str = "token-me
       * ``token-mean``: ``sum(l*m) / sum(m)`` over the whole batch (DAPO, arXiv 2503.14476, Eq. 12).
       * ``seq-mean-token-mean``: mean over sequences of each sequence's token mean (original GRPO).
       * ``seq-mean-token-sum-norm``: mean over sequences of ``sum_t l*m / norm_length`` with a constant
-        ``norm_length`` (default ``T``, the padded max length) (Dr.GRPO, arXiv 2503.20783, Eq. 3).
+        ``norm_length`` (default ``T``, the padded max length) (Dr.GRPO, arXiv 2503.20783).
     Empty sequences contribute 0 to the sequence means.
     """
     _check_tokens("per_token", per_token)
@@ -91,12 +92,12 @@ def ppo_clip_loss(
     aggregation: str = "token-mean",
     norm_length: float | None = None,
 ) -> PolicyLoss:
-    """PPO-clip surrogate with asymmetric bounds and optional dual clip (verl ``compute_policy_loss_vanilla``).
+    """PPO-clip surrogate, asymmetric bounds, optional dual clip (verl ``compute_policy_loss_vanilla``).
 
     ``ratio = exp(clamp(logp - logp_old, -20, 20))``; per token ``max(-A*ratio, -A*clip(ratio, 1-clip_low,
-    1+clip_high))`` (PPO, arXiv 1707.06347, Eq. 7). DAPO clip-higher uses ``clip_high = 0.28`` (arXiv 2503.14476,
-    Eq. 10). Dual clip (Ye et al., arXiv 1912.09729) caps the loss at ``-A*dual_clip`` for A < 0 (3 in AT-GRPO,
-    10 in DAPO); it must exceed 1.
+    1+clip_high))`` (PPO, arXiv 1707.06347, Eq. 7). DAPO clip-higher uses ``clip_high = 0.28`` (arXiv
+    2503.14476, Eq. 10). Dual clip (Ye et al., arXiv 1912.09729) caps the loss at ``-A*dual_clip`` for A < 0
+    (3 in AT-GRPO, 10 in DAPO); it must exceed 1.
 
     Args:
         logprobs, old_logprobs: ``(B, T)`` token log-probs under the current / sampling policy.
@@ -108,7 +109,8 @@ def ppo_clip_loss(
     if advantages.dim() == 1:
         if advantages.shape[0] != logprobs.shape[0]:
             raise InvalidArgumentError(
-                f"advantages has {advantages.shape[0]} rows but logprobs has {logprobs.shape[0]}: one per sequence"
+                f"advantages has {advantages.shape[0]} rows but logprobs has {logprobs.shape[0]}: "
+                "give one advantage per sequence or per token"
             )
         advantages = advantages.unsqueeze(1).expand_as(logprobs)
     advantages = _check_tokens("advantages", advantages, logprobs.shape)
@@ -139,12 +141,13 @@ def ppo_clip_loss(
 def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: str = "k3") -> torch.Tensor:
     """Per-token KL estimate of the policy from a reference (Schulman, "Approximating KL divergence", 2020).
 
-    ``k1 = logp - ref``; ``k3 = exp(ref - logp) - (ref - logp) - 1`` (>= 0, 0 when equal; GRPO's choice). The log
-    ratio is clamped to +-20 as in verl. AT-GRPO and DAPO use no KL term by default.
+    ``k1 = logp - ref``; ``k3 = exp(ref - logp) - (ref - logp) - 1`` (>= 0, 0 when equal; GRPO's choice). The
+    log ratio is clamped to +-20 as in verl. AT-GRPO and DAPO use no KL term by default.
     """
     if logprobs.shape != ref_logprobs.shape:
         raise InvalidArgumentError(
-            f"logprobs {tuple(logprobs.shape)} and ref_logprobs {tuple(ref_logprobs.shape)} differ: align them"
+            f"logprobs {tuple(logprobs.shape)} and ref_logprobs {tuple(ref_logprobs.shape)} differ: "
+            "align them"
         )
     if kind == "k1":
         return logprobs - ref_logprobs

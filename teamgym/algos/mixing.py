@@ -1,8 +1,8 @@
 """Reward mixing ``r = alpha * team + local``: static alpha and an adaptive (bandit) alpha (gap 3).
 
 Every mixer follows :class:`AlphaMixer`: ``alpha_for(agent) -> float`` (read at every step, constant between
-updates), ``update(episode_stats)`` once per batch of episodes, ``state_dict()`` / ``load_state_dict(state)``, and
-``history`` (the alphas used, one entry per update, for logging alpha over training).
+updates), ``update(episode_stats)`` once per batch of episodes, ``state_dict()`` / ``load_state_dict(state)``,
+and ``history`` (the alphas used, one entry per update, for logging alpha over training).
 """
 
 from __future__ import annotations
@@ -32,12 +32,16 @@ class AlphaMixer(Protocol):
 
 
 def mix_rewards(team: float, local: float, alpha: float) -> float:
-    """``alpha * team + local`` (AT-GRPO, arXiv 2510.11062, Sec. 4; alpha = 1 there)."""
+    """``alpha * team + local`` (AT-GRPO, arXiv 2510.11062; alpha = 1 there)."""
     return alpha * team + local
 
 
 class StaticAlpha:
-    """A fixed alpha, one for all agents or one per agent (``{"coder": 1.0, "tester": 0.5}``; others get ``default``)."""
+    """A fixed alpha, for all agents or per agent.
+
+    ``StaticAlpha(1.0)`` or ``StaticAlpha({"coder": 1.0, "tester": 0.5}, default=1.0)`` (unlisted agents get
+    ``default``).
+    """
 
     def __init__(self, alpha: float | Mapping[str, float] = 1.0, *, default: float = 1.0):
         table = dict(alpha) if isinstance(alpha, Mapping) else {}
@@ -70,10 +74,11 @@ class StaticAlpha:
 class BanditAlpha:
     """Adaptive alpha by EXP3 over a grid of alpha values, scored by team return (teamgym design, gap 3).
 
-    One independent EXP3 bandit per agent (Auer et al. 2002, "The nonstochastic multiarmed bandit problem", Fig. 1).
-    Update rule, once per batch (``update({"team_return": R})``):
+    One independent EXP3 bandit per agent (Auer et al. 2002, "The nonstochastic multiarmed bandit problem",
+    Fig. 1). Update rule, once per batch (``update({"team_return": R})``):
 
-    1. the payoff ``x = clip((R - lo) / (hi - lo), 0, 1)``, where lo/hi are the running min/max of team returns
+    1. the payoff ``x = clip((R - lo) / (hi - lo), 0, 1)``, where lo/hi are the running min/max of team
+    returns
        seen so far (x = 0.5 until they differ);
     2. for each agent with chosen arm j and probabilities ``p = (1-gamma) w/sum(w) + gamma/K``:
        ``w_j <- w_j * exp(gamma * (x / p_j) / K)`` (importance-weighted, so unplayed arms are not penalised);
@@ -134,7 +139,7 @@ class BanditAlpha:
         return self.grid[self.chosen[self._known(agent)]]
 
     def update(self, episode_stats: Mapping[str, float]) -> None:
-        """Score the current alphas by ``episode_stats["team_return"]`` (mean over the batch) and draw new ones."""
+        """Score the current alphas by ``episode_stats["team_return"]`` (batch mean) and draw new ones."""
         if "team_return" not in episode_stats or not math.isfinite(float(episode_stats["team_return"])):
             raise InvalidArgumentError(
                 f"BanditAlpha.update needs a finite 'team_return', got {dict(episode_stats)!r}"

@@ -19,7 +19,8 @@ def register_advantage(name: str, fn: Callable | None = None, *, overwrite: bool
     """Register ``fn`` under ``name``; usable as ``@register_advantage("name")`` or a plain call.
 
     Raises:
-        RegistrationError: the name is malformed (lowercase snake_case expected), taken (pass ``overwrite=True``),
+        RegistrationError: the name is malformed (lowercase snake_case expected), taken (pass
+        ``overwrite=True``),
             or ``fn`` is not callable.
     """
     if not isinstance(name, str) or not _NAME.match(name):

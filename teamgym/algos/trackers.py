@@ -18,10 +18,10 @@ __all__ = ["BetaValueTracker", "PerAgentValueTracker", "adaptive_rho"]
 
 
 def adaptive_rho(kl: float, *, d_half: float = 0.06, rho_min: float = 0.875, rho_max: float = 0.96) -> float:
-    """SPO's KL-adaptive forgetting factor ``clamp(2^(-D / D_half), rho_min, rho_max)`` (arXiv 2509.13232, Eq. 9).
+    """SPO's KL-adaptive forgetting factor ``clamp(2^(-D / D_half), rho_min, rho_max)`` (arXiv 2509.13232).
 
-    ``kl`` is D, the mean ``|logpi_old - logpi_new|`` over the prompt's last response: a policy that moved more
-    forgets the old estimate faster.
+    ``kl`` is D, the mean ``|logpi_old - logpi_new|`` over the prompt's last response: a policy that moved
+    more forgets the old estimate faster.
     """
     if kl < 0 or not math.isfinite(kl):
         raise InvalidArgumentError(
@@ -31,12 +31,12 @@ def adaptive_rho(kl: float, *, d_half: float = 0.06, rho_min: float = 0.875, rho
 
 
 class BetaValueTracker:
-    """SPO per-key success-probability tracker: ``p = alpha / (alpha + beta)`` (arXiv 2509.13232, Sec. 3.2).
+    """SPO per-key success-probability tracker: ``p = alpha / (alpha + beta)`` (arXiv 2509.13232).
 
-    Update ``alpha <- rho*alpha + r``, ``beta <- rho*beta + (1 - r)``; with constant rho, ``alpha + beta`` converges to
-    ``1 / (1 - rho)`` (8 for the default 0.875). New keys start at ``alpha = beta = prior`` (0.5), or from offline
-    samples via :meth:`init_from_samples`. Rewards must lie in [0, 1]; others are mapped linearly from
-    ``reward_range`` (e.g. (-1, 1)) and rejected if outside it.
+    Update ``alpha <- rho*alpha + r``, ``beta <- rho*beta + (1 - r)``; with constant rho, ``alpha + beta``
+    converges to ``1 / (1 - rho)`` (8 for the default 0.875). New keys start at ``alpha = beta = prior``
+    (0.5), or from offline samples via :meth:`init_from_samples`. Rewards must lie in [0, 1]; others are
+    mapped linearly from ``reward_range`` (e.g. (-1, 1)) and rejected if outside it.
 
     Args:
         rho: constant forgetting factor in (0, 1); used when :meth:`update` gets no ``kl``.
@@ -106,7 +106,7 @@ class BetaValueTracker:
             raise InvalidArgumentError(
                 f"keys ({len(keys)}), rewards ({len(scaled)}) and kl must have one entry per row: align them"
             )
-        for i, (key, r) in enumerate(zip(keys, scaled)):
+        for i, (key, r) in enumerate(zip(keys, scaled, strict=True)):
             rho = (
                 self.rho
                 if kl is None
@@ -120,7 +120,7 @@ class BetaValueTracker:
     def advantages(
         self, keys: Sequence[Hashable], rewards: torch.Tensor | Sequence[float], *, eps: float = 1e-8
     ) -> torch.Tensor:
-        """SPO advantage: ``r - p`` with p read before any update, batch-normalised ``(A - mean)/(std + eps)``.
+        """SPO advantage ``r - p`` (p read before any update), batch-normalised ``(A - mean)/(std + eps)``.
 
         Does not update the tracker. ``(N,)`` float64; a batch of one gives 0.
         """
@@ -130,12 +130,12 @@ class BetaValueTracker:
         return (raw - raw.mean()) / (raw.std() + eps)
 
     def sampling_weights(self, keys: Sequence[Hashable]) -> torch.Tensor:
-        """Prioritised-sampling weights ``sqrt(p(1-p)) + 0.05`` (SPO, Sec. 3.3): uncertain prompts first."""
+        """Prioritised-sampling weights ``sqrt(p(1-p)) + 0.05`` (SPO): uncertain prompts first."""
         p = self.baseline(keys)
         return torch.sqrt(p * (1 - p)) + 0.05
 
     def init_from_samples(self, key: Hashable, successes: float, samples: int) -> None:
-        """Warm-start ``key`` from ``samples`` offline tries with ``successes`` of them correct (SPO, Sec. 3.2).
+        """Warm-start ``key`` from ``samples`` offline tries with ``successes`` of them correct (SPO).
 
         ``alpha0 = N0 (s + 0.5)/(N + 1)``, ``beta0 = N0 (N - s + 0.5)/(N + 1)``, ``N0 = 1/(1 - rho_min)``.
         """
@@ -178,7 +178,7 @@ class BetaValueTracker:
                 rho_min=config["rho_min"],
                 rho_max=config["rho_max"],
             )
-            self._state = {key: [float(a), float(b)] for key, (a, b) in zip(keys, values)}
+            self._state = {key: [float(a), float(b)] for key, (a, b) in zip(keys, values, strict=True)}
         except (KeyError, TypeError, ValueError) as err:
             raise CheckpointError(
                 f"not a BetaValueTracker state_dict ({err}): save it with state_dict()"
@@ -199,9 +199,14 @@ class PerAgentValueTracker(BetaValueTracker):
         tasks: Sequence[Hashable], agents: Sequence[Hashable], sub_keys: Sequence[Hashable] | None = None
     ):
         """The per-row tracker keys ``(task, agent[, sub_key])``."""
+        lengths = {len(tasks), len(agents)} | ({len(sub_keys)} if sub_keys is not None else set())
+        if len(lengths) > 1:
+            raise InvalidArgumentError(
+                f"tasks, agents and sub_keys must have equal lengths, got {sorted(lengths)}"
+            )
         if sub_keys is None:
-            return list(zip(tasks, agents))
-        return list(zip(tasks, agents, sub_keys))
+            return list(zip(tasks, agents, strict=True))
+        return list(zip(tasks, agents, sub_keys, strict=True))
 
     def agent_advantages(
         self,

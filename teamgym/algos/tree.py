@@ -1,9 +1,9 @@
 """Values and advantages on a sampling tree (direction B): Monte-Carlo node values and TreeRL advantages.
 
 A forest of sampling trees is given as ``parents`` (``(M,)`` int64, ``-1`` for roots, any node order) and
-``leaf_rewards`` (``(M,)``, read only at leaves, i.e. nodes without children; put anything, e.g. 0, elsewhere).
-In AT-GRPO's tree each (agent, turn) node has K children, so these values come for free from the rollouts and serve
-as process-reward-model (PRM) targets.
+``leaf_rewards`` (``(M,)``, read only at leaves, i.e. nodes without children; put anything, e.g. 0,
+elsewhere). In AT-GRPO's tree each (agent, turn) node has K children, so these values come for free from the
+rollouts and serve as process-reward-model (PRM) targets.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from teamgym.algos._checks import check_ids, check_same_length, check_values
 from teamgym.algos.registry import register_advantage
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["TreeValues", "tree_values", "treerl_advantages", "masprm_targets"]
+__all__ = ["TreeValues", "tree_values", "treerl_terms", "treerl_advantages", "masprm_targets"]
 
 
 class TreeValues:
-    """Per-node results of :func:`tree_values`: ``value``, ``leaf_count``, ``root``, ``is_leaf`` (all ``(M,)``)."""
+    """Per-node results of :func:`tree_values`; every field is an ``(M,)`` tensor."""
 
     def __init__(
         self, value: torch.Tensor, leaf_count: torch.Tensor, root: torch.Tensor, is_leaf: torch.Tensor
@@ -29,63 +29,66 @@ class TreeValues:
         self.is_leaf = is_leaf  # (M,) bool
 
 
-def _check_tree(parents: torch.Tensor) -> torch.Tensor:
-    parents = check_ids("parents", parents)
+def _roots(parents: torch.Tensor) -> torch.Tensor:
+    """Root of every node by pointer doubling (O(M log depth)); raises on out-of-range parents and cycles."""
     m = parents.numel()
-    if bool(((parents < -1) | (parents >= m)).any()):
+    low, high = (int(v) for v in torch.aminmax(parents)) if m else (-1, -1)
+    if low < -1 or high >= m:
         bad = int(((parents < -1) | (parents >= m)).nonzero()[0])
         raise InvalidArgumentError(
-            f"parents[{bad}] = {int(parents[bad])} is not a node index in [0, {m}) nor -1 (root): fix the tree"
+            f"parents[{bad}] = {int(parents[bad])} is not a node index in [0, {m}) nor -1 (root): "
+            "fix the tree"
         )
-    if bool((parents == torch.arange(m)).any()):
-        bad = int((parents == torch.arange(m)).nonzero()[0])
-        raise InvalidArgumentError(f"node {bad} is its own parent: roots have parent -1")
-    return parents
+    index = torch.arange(m, device=parents.device)
+    jump = torch.where(parents >= 0, parents, index)  # roots point to themselves
+    for _ in range(max(1, m).bit_length() + 1):
+        further = jump.index_select(0, jump)
+        if torch.equal(further, jump):
+            break
+        jump = further
+    if m and not bool((parents[jump] < 0).all()):
+        if bool((parents == index).any()):
+            bad = int((parents == index).nonzero()[0])
+            raise InvalidArgumentError(f"node {bad} is its own parent: roots have parent -1")
+        raise InvalidArgumentError("parents contains a cycle: every chain must end at a root (parent -1)")
+    return jump
 
 
 def tree_values(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> TreeValues:
     """Monte-Carlo value of every node: the mean reward of the leaves below it.
 
-    ``V(s) = mean_{l in L(s)} r_l`` (TreeRL, arXiv 2506.11902, Eq. 3; MASPRM's ``q_sum / visits`` when every leaf is
-    one rollout backed up along its path, arXiv 2510.24803, Sec. 3). Vectorised by walking all leaves up one level
-    per step: O(M * depth). Raises ``InvalidArgumentError`` on cycles or out-of-range parents.
+    ``V(s) = mean_{l in L(s)} r_l`` (TreeRL, arXiv 2506.11902; MASPRM's ``q_sum / visits`` when every leaf
+    is one rollout backed up along its path, arXiv 2510.24803). Every leaf's reward is added to all its
+    ancestors, one level per step for all leaves at once: O(leaves * depth) work, ``depth`` tensor ops. Raises
+    ``InvalidArgumentError`` on cycles or out-of-range parents.
     """
-    parents = _check_tree(parents)
+    parents = check_ids("parents", parents)
     leaf_rewards = check_values("leaf_rewards", leaf_rewards)
     m = check_same_length(parents=parents, leaf_rewards=leaf_rewards)
-    has_child = torch.zeros(m, dtype=torch.bool)
-    has_child[parents[parents >= 0]] = True
-    is_leaf = ~has_child
-    reward_sum = torch.zeros(m, dtype=torch.float64)
-    leaf_count = torch.zeros(m, dtype=torch.float64)
+    root = _roots(parents)
+    is_leaf = torch.bincount(parents + 1, minlength=m + 1)[1:] == 0
+    # slot m is a sink for walks that went past their root
+    up = torch.cat([torch.where(parents >= 0, parents, m), torch.tensor([m], device=parents.device)])
+    reward_sum = torch.zeros(m + 1, dtype=torch.float64, device=parents.device)
+    leaf_count = torch.zeros(m + 1, dtype=torch.float64, device=parents.device)
     current = torch.nonzero(is_leaf).squeeze(1)
-    carried = leaf_rewards.to(torch.float64)[current]
-    for _ in range(m + 1):
-        if current.numel() == 0:
-            break
+    carried = leaf_rewards.to(torch.float64).index_select(0, current)
+    ones = torch.ones_like(carried)
+    while True:
         reward_sum.index_add_(0, current, carried)
-        leaf_count.index_add_(0, current, torch.ones_like(carried))
-        up = parents[current]
-        keep = up >= 0
-        current, carried = up[keep], carried[keep]
-    else:
-        raise InvalidArgumentError("parents contains a cycle: every chain must end at a root (parent -1)")
-    root = torch.arange(m)
-    for _ in range(m + 1):
-        up = parents[root]
-        if bool((up < 0).all()):
+        leaf_count.index_add_(0, current, ones)
+        current = up.index_select(0, current)
+        if bool((current == m).all()):
             break
-        root = torch.where(up >= 0, up, root)
-    else:
-        raise InvalidArgumentError("parents contains a cycle: every chain must end at a root (parent -1)")
-    value = reward_sum / leaf_count.clamp_min(1.0)
-    return TreeValues(value, leaf_count, root, is_leaf)
+    value = reward_sum[:m] / leaf_count[:m].clamp_min(1.0)
+    return TreeValues(value, leaf_count[:m], root, is_leaf)
 
 
 def masprm_targets(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> torch.Tensor:
     """MASPRM value targets in [-1, 1]: mean of the +1 (correct) / -1 (wrong) leaf rewards below each node.
 
-    Source: arXiv 2510.24803 (code milad1378yz/MASPRM). Train a PRM with BCE on ``target > 0`` or regress on it.
+    Source: arXiv 2510.24803 (code milad1378yz/MASPRM). Train a PRM with BCE on ``target > 0`` or regress on
+    it.
     """
     leaf_rewards = check_values("leaf_rewards", leaf_rewards)
     values = tree_values(parents, leaf_rewards)
@@ -97,23 +100,38 @@ def masprm_targets(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> torch.T
     return values.value.to(leaf_rewards.dtype)
 
 
+def treerl_terms(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """TreeRL's two process signals per node: ``(global, local) = (V(s) - V(root), V(s) - V(parent))``.
+
+    Both ``(M,)`` float64; roots get 0 in both. Source: TreeRL (arXiv 2506.11902; code THUDM/TreeRL).
+    """
+    values = tree_values(parents, leaf_rewards)
+    parents = parents.to(torch.int64)
+    v = values.value
+    is_root = parents < 0
+    global_adv = torch.where(is_root, 0.0, v - v.index_select(0, values.root))
+    local_adv = torch.where(is_root, 0.0, v - v.index_select(0, parents.clamp_min(0)))
+    return global_adv, local_adv
+
+
 @register_advantage("treerl")
 def treerl_advantages(
     parents: torch.Tensor, leaf_rewards: torch.Tensor, *, normalize: bool = True
 ) -> torch.Tensor:
     """TreeRL per-node advantage ``(V(s) - V(root) + V(s) - V(parent)) / sqrt(|L(s)|)``; roots get 0.
 
-    Source: TreeRL (arXiv 2506.11902, Eqs. 4-6; code THUDM/TreeRL). Global term ``V(s) - V(root)``, local term
-    ``V(s) - V(parent)``; local terms along a root-to-leaf path telescope to ``V(leaf) - V(root)``. The
-    ``1/sqrt(#leaves below)`` factor (``normalize``) keeps nodes shared by many leaves from dominating. Each token of
-    the segment that produced node s gets this value.
+    Source: TreeRL (arXiv 2506.11902; code THUDM/TreeRL). Global term ``V(s) - V(root)``, local term
+    ``V(s) - V(parent)`` (both from :func:`treerl_terms`); local terms along a root-to-leaf path telescope to
+    ``V(leaf) - V(root)``. The ``1/sqrt(#leaves below)`` factor (``normalize``) keeps nodes shared by many
+    leaves from dominating. Each token of the segment that produced node s gets this value.
     """
     values = tree_values(parents, leaf_rewards)
     parents = parents.to(torch.int64)
     v = values.value
-    parent_value = torch.where(parents >= 0, v[parents.clamp_min(0)], v)
-    advantage = (v - v[values.root]) + (v - parent_value)
+    is_root = parents < 0
+    parent_value = v.index_select(0, parents.clamp_min(0))
+    advantage = (v - v.index_select(0, values.root)) + (v - parent_value)
     if normalize:
         advantage = advantage / torch.sqrt(values.leaf_count)
-    advantage = torch.where(parents >= 0, advantage, torch.zeros_like(advantage))
+    advantage = torch.where(is_root, 0.0, advantage)
     return advantage.to(leaf_rewards.dtype if leaf_rewards.is_floating_point() else torch.float32)

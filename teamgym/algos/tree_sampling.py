@@ -1,16 +1,17 @@
 """Tree-sampling decisions for AT-GRPO-style rollouts, as pure functions over an abstract env interface.
 
-The rollout engine owns the env and the policy; this module owns only the decisions and their order. It sees the
-env through three callables the engine passes in:
+The rollout engine owns the env and the policy; this module owns only the decisions and their order. It sees
+the env through three callables the engine passes in:
 
 * ``restore(snapshot)``: put the env in the state ``snapshot`` was taken from;
-* ``act(candidate) -> float``: step the env with one candidate action from its *current* state, return the reward;
+* ``act(candidate) -> float``: step the env with one candidate action from its *current* state, return the
+  reward;
 * ``take_snapshot() -> snapshot``: capture the current state (``env.snapshot()``).
 
-Contract of :func:`tree_step`: every candidate is scored from a fresh ``restore(state)`` (never from a sibling's
-result), and on return the env is in the chosen child's state, which is also returned so every branch continues
-from it. :func:`tree_turn` runs the agents of one turn in order, each proposing from the state the previous agent's
-chosen action produced. Randomness comes only from a generator passed in.
+Contract of :func:`tree_step`: every candidate is scored from a fresh ``restore(state)`` (never from a
+sibling's result), and on return the env is in the chosen child's state, which is also returned so every
+branch continues from it. :func:`tree_turn` runs the agents of one turn in order, each proposing from the
+state the previous agent's chosen action produced. Randomness comes only from a generator passed in.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class Branch:
 
 @dataclass(frozen=True)
 class TreeStep:
-    """One expanded tree node: all branches (in candidate order), the chosen index and the state to continue from."""
+    """One expanded node: its branches (candidate order), the chosen index, the state to continue from."""
 
     branches: list[Branch]
     chosen: int
@@ -72,8 +73,8 @@ def choose_top_m(
 ) -> int:
     """Stochastic top-m advance (gap 1): sample among the m best by ``softmax(r / temperature)``.
 
-    Keeps exploring second-best continuations instead of always the argmax; ``temperature = 0`` or ``m = 1`` is
-    greedy. Ties in the top-m cut are broken by candidate order.
+    Keeps exploring second-best continuations instead of always the argmax; ``temperature = 0`` or ``m = 1``
+    is greedy. Ties in the top-m cut are broken by candidate order.
     """
     if len(rewards) == 0:
         raise InvalidArgumentError("cannot choose among zero candidates: sample at least one")
@@ -97,11 +98,19 @@ def tree_step(
     take_snapshot: Callable[[], Any],
     choose: Callable[[Sequence[float]], int] = choose_greedy,
 ) -> TreeStep:
-    """Expand one (agent, turn) node: score each candidate from ``state``, pick one, leave the env in its state.
+    """Expand one (agent, turn) node: score every candidate from ``state`` and advance to the chosen one.
 
     For each candidate: ``restore(state)``, ``reward = act(candidate)``, ``child = take_snapshot()``. Then
-    ``chosen = choose(rewards)`` and ``restore(child[chosen])``: the env, and every branch that continues, is in the
-    chosen child's state (AT-GRPO's "copy the best state to all branches", without a stale env).
+    ``chosen = choose(rewards)`` and ``restore(child[chosen])``: the env, and every branch that continues, is
+    in the chosen child's state (AT-GRPO's "copy the best state to all branches", without a stale env). The
+    K rewards form one AT-GRPO group (task, agent, turn).
+
+    Example (stochastic advance)::
+
+        rng = numpy.random.default_rng(seed)
+        choose = functools.partial(choose_top_m, generator=rng, m=2, temperature=0.5)
+        step = tree_step(env.snapshot(), candidates, restore=env.restore, act=score,
+                         take_snapshot=env.snapshot, choose=choose)
     """
     if len(candidates) == 0:
         raise InvalidArgumentError("tree_step needs at least one candidate: sample K >= 1 actions")
@@ -127,7 +136,7 @@ def tree_turn(
     take_snapshot: Callable[[], Any],
     choose: Callable[[Sequence[float]], int] = choose_greedy,
 ) -> tuple[list[TreeStep], Any]:
-    """Run one turn: each agent in order proposes K candidates and expands a node from the previous chosen state.
+    """Run one turn: each agent in order expands a node from the state the previous agent's choice produced.
 
     ``propose(agent)`` is called with the env restored to the state that agent acts in (so it may read the
     observation); agent i+1's node starts from agent i's chosen child. Returns the steps and the final state.
@@ -145,11 +154,11 @@ def tree_turn(
 
 @dataclass
 class AdaptiveK:
-    """Adaptive K (gap 1): sample ``k0`` candidates, stop if they agree, spend the saved budget where they disagree.
+    """Adaptive K (gap 1): stop after ``k0`` samples that agree; spend the saved budget where they disagree.
 
-    Average spend stays at most ``k`` per node: every node that stops at ``k0`` banks ``k - k0`` samples; a node
-    whose first ``k0`` rewards differ may draw up to ``k_max`` total, taking the excess over ``k`` from the bank.
-    Usage per node: ``n = ak.initial()``; sample n; ``more = ak.extra(rewards)``; sample ``more``.
+    Average spend stays at most ``k`` per node: every node that stops at ``k0`` banks ``k - k0`` samples; a
+    node whose first ``k0`` rewards differ may draw up to ``k_max`` total, taking the excess over ``k`` from
+    the bank. Usage per node: ``n = ak.initial()``; sample n; ``more = ak.extra(rewards)``; sample ``more``.
     """
 
     k: int = 4

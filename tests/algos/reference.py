@@ -13,15 +13,15 @@ def std(values: list[float]) -> float:
 
 def group_ids_loop(*columns) -> list[int]:
     seen: dict = {}
-    return [seen.setdefault(key, len(seen)) for key in zip(*columns)]
+    return [seen.setdefault(key, len(seen)) for key in zip(*columns, strict=True)]
 
 
 def grpo_loop(rewards, group_ids, scale_by_std=True, eps=1e-6) -> list[float]:
     groups = defaultdict(list)
-    for r, g in zip(rewards, group_ids):
+    for r, g in zip(rewards, group_ids, strict=True):
         groups[g].append(r)
     out = []
-    for r, g in zip(rewards, group_ids):
+    for r, g in zip(rewards, group_ids, strict=True):
         members = groups[g]
         if len(members) == 1:
             out.append(0.0)
@@ -33,10 +33,10 @@ def grpo_loop(rewards, group_ids, scale_by_std=True, eps=1e-6) -> list[float]:
 
 def rloo_loop(rewards, group_ids) -> list[float]:
     groups = defaultdict(list)
-    for r, g in zip(rewards, group_ids):
+    for r, g in zip(rewards, group_ids, strict=True):
         groups[g].append(r)
     out = []
-    for r, g in zip(rewards, group_ids):
+    for r, g in zip(rewards, group_ids, strict=True):
         members = groups[g]
         out.append(0.0 if len(members) == 1 else r - (sum(members) - r) / (len(members) - 1))
     return out
@@ -57,7 +57,7 @@ def discounted_returns_loop(rewards, trajectory_ids, turn_ids, gamma) -> list[fl
 
 def gigpo_loop(episode_returns, step_returns, group_ids, trajectory_ids, anchor_ids, omega=1.0, scale=True):
     trajectories = {}
-    for i, key in enumerate(zip(group_ids, trajectory_ids)):
+    for i, key in enumerate(zip(group_ids, trajectory_ids, strict=True)):
         trajectories.setdefault(key, episode_returns[i])
     per_group = defaultdict(list)
     for (g, _), ret in trajectories.items():
@@ -70,13 +70,15 @@ def gigpo_loop(episode_returns, step_returns, group_ids, trajectory_ids, anchor_
         else:
             a = ret - sum(members) / len(members)
             episode_adv[(g, t)] = a / (std(members) + 1e-6) if scale else a
-    step = grpo_loop(step_returns, list(zip(group_ids, anchor_ids)), scale_by_std=scale)
-    return [episode_adv[(g, t)] + omega * s for g, t, s in zip(group_ids, trajectory_ids, step)]
+    step = grpo_loop(step_returns, list(zip(group_ids, anchor_ids, strict=True)), scale_by_std=scale)
+    return [episode_adv[(g, t)] + omega * s for g, t, s in zip(group_ids, trajectory_ids, step, strict=True)]
 
 
-def team_gigpo_loop(episode_returns, step_returns, group_ids, trajectory_ids, agent_ids, anchor_ids, omega=1.0):
+def team_gigpo_loop(
+    episode_returns, step_returns, group_ids, trajectory_ids, agent_ids, anchor_ids, omega=1.0
+):
     units = {}
-    for i, key in enumerate(zip(group_ids, agent_ids, trajectory_ids)):
+    for i, key in enumerate(zip(group_ids, agent_ids, trajectory_ids, strict=True)):
         units.setdefault(key, episode_returns[i])
     per_group_agent = defaultdict(list)
     for (g, k, _), ret in units.items():
@@ -84,13 +86,13 @@ def team_gigpo_loop(episode_returns, step_returns, group_ids, trajectory_ids, ag
     episode_adv = {}
     for (g, k, t), ret in units.items():
         members = per_group_agent[(g, k)]
-        episode_adv[(g, k, t)] = 0.0 if len(members) == 1 else (ret - sum(members) / len(members)) / (
-            std(members) + 1e-6
+        episode_adv[(g, k, t)] = (
+            0.0 if len(members) == 1 else (ret - sum(members) / len(members)) / (std(members) + 1e-6)
         )
-    step = grpo_loop(step_returns, list(zip(group_ids, agent_ids, anchor_ids)))
+    step = grpo_loop(step_returns, list(zip(group_ids, agent_ids, anchor_ids, strict=True)))
     return [
         episode_adv[(g, k, t)] + omega * s
-        for g, k, t, s in zip(group_ids, agent_ids, trajectory_ids, step)
+        for g, k, t, s in zip(group_ids, agent_ids, trajectory_ids, step, strict=True)
     ]
 
 

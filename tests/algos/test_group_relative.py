@@ -8,6 +8,7 @@ from teamgym.algos import (
     dr_grpo,
     dr_mas,
     get_advantage,
+    group_ids,
     grpo,
     list_advantages,
     mhgpo,
@@ -24,7 +25,13 @@ def random_batch(seed: int):
     n = int(rng.integers(1, 200))
     ids = rng.choice(rng.integers(-(10**9), 10**9, max(1, n // 3)), n)
     kind = seed % 3
-    rewards = rng.integers(0, 2, n) if kind == 0 else rng.integers(0, 4, n) / 3 if kind == 1 else rng.normal(0, 5, n)
+    rewards = (
+        rng.integers(0, 2, n)
+        if kind == 0
+        else rng.integers(0, 4, n) / 3
+        if kind == 1
+        else rng.normal(0, 5, n)
+    )
     return torch.tensor(rewards, dtype=torch.float64), torch.from_numpy(ids.astype(np.int64))
 
 
@@ -63,7 +70,7 @@ def test_at_grpo_groups_never_cross_tasks_defect_1():
     """AT-GRPO reference defect 1: ids were row_index // K // K, merging the nodes of different tasks."""
     k, tasks, agents, turns = 4, 3, 2, 3
     rows = [(t, a, u, b) for t in range(tasks) for u in range(turns) for a in range(agents) for b in range(k)]
-    task, agent, turn, _branch = (torch.tensor(c) for c in zip(*rows))
+    task, agent, turn, _branch = (torch.tensor(c) for c in zip(*rows, strict=True))
     ids = at_grpo_group_ids(task, agent, turn)
     for g in ids.unique():
         members = ids == g
@@ -71,12 +78,18 @@ def test_at_grpo_groups_never_cross_tasks_defect_1():
         assert agent[members].unique().numel() == 1 and turn[members].unique().numel() == 1
         assert int(members.sum()) == k  # exactly the K candidates of one node
     defective = torch.arange(len(rows)) // k // k
-    assert any(task[defective == g].unique().numel() > 1 for g in defective.unique())  # the bug would be caught
+    assert any(
+        task[defective == g].unique().numel() > 1 for g in defective.unique()
+    )  # the bug would be caught
     rewards = torch.rand(len(rows), generator=torch.Generator().manual_seed(1))
     # changing one task's rewards never changes another task's advantages
     shifted = rewards.clone()
-    shifted[task == 0] += 10.0 * torch.rand(int((task == 0).sum()), generator=torch.Generator().manual_seed(2))
-    assert torch.equal(at_grpo(rewards, task, agent, turn)[task != 0], at_grpo(shifted, task, agent, turn)[task != 0])
+    shifted[task == 0] += 10.0 * torch.rand(
+        int((task == 0).sum()), generator=torch.Generator().manual_seed(2)
+    )
+    assert torch.equal(
+        at_grpo(rewards, task, agent, turn)[task != 0], at_grpo(shifted, task, agent, turn)[task != 0]
+    )
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -87,7 +100,7 @@ def test_dr_mas_is_grpo_per_group_and_agent_and_affine_invariant(seed):
     groups = torch.tensor(rng.integers(0, 6, n))
     agents = torch.tensor(rng.integers(0, 3, n))
     ours = dr_mas(rewards, groups, agents)
-    keys = list(zip(groups.tolist(), agents.tolist()))
+    keys = list(zip(groups.tolist(), agents.tolist(), strict=True))
     np.testing.assert_allclose(ours.numpy(), grpo_loop(rewards.tolist(), keys), atol=1e-9)
     changed = rewards.clone()
     changed[agents == 1] = 7.5 * changed[agents == 1] - 3.0
@@ -127,3 +140,24 @@ def test_validation_errors_name_bad_values():
         grpo(torch.zeros(2), torch.zeros(2))
     with pytest.raises(InvalidArgumentError, match="torch.Tensor"):
         grpo([0.0, 1.0], torch.zeros(2, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_estimators_on_ids_built_from_string_keys_match_loop(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 150))
+    tasks = [f"task-{i}" for i in rng.integers(0, 8, n)]
+    agents = [["coder", "tester"][i] for i in rng.integers(0, 2, n)]
+    turns = rng.integers(0, 3, n).tolist()
+    rewards = torch.tensor(rng.integers(0, 3, n) / 2.0)  # ties
+    ids = group_ids(tasks, agents, turns)
+    keys = list(zip(tasks, agents, turns, strict=True))
+    np.testing.assert_allclose(grpo(rewards, ids).numpy(), grpo_loop(rewards.tolist(), keys), atol=1e-9)
+    np.testing.assert_allclose(rloo(rewards, ids).numpy(), rloo_loop(rewards.tolist(), keys), atol=1e-9)
+    agent_codes = group_ids(agents)
+    at = at_grpo(rewards, group_ids(tasks), agent_codes, torch.tensor(turns))
+    np.testing.assert_allclose(at.numpy(), grpo_loop(rewards.tolist(), keys), atol=1e-9)
+    mas = dr_mas(rewards, group_ids(tasks), agent_codes)
+    np.testing.assert_allclose(
+        mas.numpy(), grpo_loop(rewards.tolist(), list(zip(tasks, agents, strict=True))), atol=1e-9
+    )

@@ -11,7 +11,7 @@ from tests.algos.reference import group_ids_loop
 
 def same_partition(a, b) -> bool:
     """Two id lists induce the same grouping (a bijection between their values)."""
-    pairs = set(zip(a, b))
+    pairs = set(zip(a, b, strict=True))
     return len(pairs) == len(set(a)) == len(set(b))
 
 
@@ -30,7 +30,10 @@ def test_group_ids_matches_loop_on_mixed_columns(seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(max_size=3), min_size=1, max_size=40), st.lists(st.integers(-3, 3), min_size=40, max_size=40))
+@given(
+    st.lists(st.text(max_size=3), min_size=1, max_size=40),
+    st.lists(st.integers(-3, 3), min_size=40, max_size=40),
+)
 def test_group_ids_property_strings_and_ints(strings, ints):
     ints = ints[: len(strings)]
     ours = group_ids(strings, torch.tensor(ints)).tolist()
@@ -69,3 +72,17 @@ def test_group_id_errors_name_the_problem():
         group_ids(torch.tensor([0.5]))
     with pytest.raises(InvalidArgumentError, match="at least one"):
         group_ids()
+    with pytest.raises(InvalidArgumentError, match="lengths"):
+        combine_ids(torch.tensor([1, 2]), torch.tensor([1]))
+
+
+def test_combine_ids_nested_and_sort_paths_match_loop():
+    rng = np.random.default_rng(0)
+    n = 20_000  # enough distinct keys that the radix range exceeds the bincount limit
+    groups = torch.from_numpy(rng.integers(0, 5_000, n))
+    nested = groups * 1_000_003 + torch.from_numpy(rng.integers(0, 3, n))  # anchor ids built per group
+    unrelated = torch.from_numpy(rng.integers(-(10**12), 10**12, n))
+    for other in (nested, unrelated):
+        for a, b in ((groups, other), (other, groups)):
+            ours = combine_ids(a, b).tolist()
+            assert same_partition(ours, group_ids_loop(a.tolist(), b.tolist()))

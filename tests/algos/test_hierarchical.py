@@ -19,7 +19,7 @@ def episodes(seed: int, n_agents: int = 1):
                     anchor = int(rng.integers(0, 3))  # few anchors: step groups form, some singletons
                     rows.append((int(g), t, a, turn, anchor, returns[a], float(rng.integers(0, 2))))
     rng.shuffle(rows)
-    cols = list(zip(*rows))
+    cols = list(zip(*rows, strict=True))
     g, t, a, turn, anchor = (torch.tensor(c, dtype=torch.int64) for c in cols[:5])
     episode_return, step_reward = (torch.tensor(c, dtype=torch.float64) for c in cols[5:])
     return g, t, a, turn, anchor, episode_return, step_reward
@@ -30,7 +30,9 @@ def test_discounted_returns_matches_loop(seed):
     g, t, a, turn, _, _, r = episodes(seed, n_agents=2)
     traj = combine_ids(g, t, a)
     ours = discounted_returns(r, traj, turn, gamma=0.9)
-    np.testing.assert_allclose(ours.numpy(), discounted_returns_loop(r.tolist(), traj.tolist(), turn.tolist(), 0.9))
+    np.testing.assert_allclose(
+        ours.numpy(), discounted_returns_loop(r.tolist(), traj.tolist(), turn.tolist(), 0.9)
+    )
 
 
 def test_discounted_returns_long_chain_and_errors():
@@ -38,7 +40,9 @@ def test_discounted_returns_long_chain_and_errors():
     ours = discounted_returns(r, torch.zeros(1000, dtype=torch.int64), torch.arange(1000), gamma=0.5)
     assert abs(ours[0].item() - 2.0) < 1e-12 and ours[-1].item() == 1.0
     with pytest.raises(InvalidArgumentError, match="distinct turn"):
-        discounted_returns(torch.ones(2), torch.zeros(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64))
+        discounted_returns(
+            torch.ones(2), torch.zeros(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64)
+        )
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -55,10 +59,12 @@ def test_gigpo_invariants():
     g, t, _, turn, anchor, ep, r = episodes(3)
     step = discounted_returns(r, combine_ids(g, t), turn)
     first = {}
-    for i, key in enumerate(zip(g.tolist(), t.tolist())):
+    for i, key in enumerate(zip(g.tolist(), t.tolist(), strict=True)):
         first.setdefault(key, i)
     episode_grpo = grpo(ep[list(first.values())], g[list(first.values())])
-    expected = torch.tensor([episode_grpo[list(first).index(k)].item() for k in zip(g.tolist(), t.tolist())])
+    expected = torch.tensor(
+        [episode_grpo[list(first).index(k)].item() for k in zip(g.tolist(), t.tolist(), strict=True)]
+    )
     distinct = torch.arange(len(g))
     assert torch.allclose(gigpo(ep, step, g, t, distinct).float(), expected.float(), atol=1e-6)  # A^S = 0
     assert torch.allclose(gigpo(ep, step, g, t, anchor, omega=0.0).float(), expected.float(), atol=1e-6)
@@ -67,7 +73,9 @@ def test_gigpo_invariants():
     changed_ep, changed_step = ep.clone(), step.clone()
     changed_ep[~other] += 5.0
     changed_step[~other] *= 3.0
-    assert torch.equal(gigpo(ep, step, g, t, anchor)[other], gigpo(changed_ep, changed_step, g, t, anchor)[other])
+    assert torch.equal(
+        gigpo(ep, step, g, t, anchor)[other], gigpo(changed_ep, changed_step, g, t, anchor)[other]
+    )
 
 
 def test_gigpo_rejects_inconsistent_episode_returns():
@@ -101,5 +109,5 @@ def test_team_gigpo_affine_invariance_per_agent():
     step2[a == 1] = 4.0 * step2[a == 1] - 1.0
     assert torch.allclose(team_gigpo(ep2, step2, g, t, a, anchor), base, rtol=1e-4, atol=1e-4)
     # and the per-agent step groups never mix agents
-    keys = list(zip(g.tolist(), a.tolist(), anchor.tolist()))
+    keys = list(zip(g.tolist(), a.tolist(), anchor.tolist(), strict=True))
     assert len(grpo_loop(step.tolist(), keys)) == len(keys)

@@ -15,7 +15,7 @@ from teamgym.errors import InvalidArgumentError
 def ppo_loop(logp, old, adv, clip_low, clip_high, dual):
     """Per-token scalar reference of the clipped surrogate."""
     out = []
-    for lp, lo, a in zip(logp, old, adv):
+    for lp, lo, a in zip(logp, old, adv, strict=True):
         ratio = torch.exp(torch.clamp(torch.tensor(lp - lo), -20, 20)).item()
         loss = max(-a * ratio, -a * min(max(ratio, 1 - clip_low), 1 + clip_high))
         if dual is not None and a < 0:
@@ -33,16 +33,22 @@ def test_ppo_clip_matches_scalar_loop(seed, dual):
     adv = torch.randn(3, generator=gen, dtype=torch.float64)
     mask = torch.ones(3, 5)
     result = ppo_clip_loss(logp, old, adv, mask, clip_low=0.2, clip_high=0.28, dual_clip=dual)
-    ref = ppo_loop(logp.flatten().tolist(), old.flatten().tolist(), adv.repeat_interleave(5).tolist(), 0.2, 0.28, dual)
+    ref = ppo_loop(
+        logp.flatten().tolist(), old.flatten().tolist(), adv.repeat_interleave(5).tolist(), 0.2, 0.28, dual
+    )
     assert result.loss.item() == pytest.approx(sum(ref) / len(ref))
     assert 0.0 <= result.clip_fraction.item() <= 1.0
 
 
 def test_clip_higher_is_asymmetric():
     old = torch.zeros(1, 1)
-    up = ppo_clip_loss(torch.full((1, 1), 0.5), old, torch.ones(1), torch.ones(1, 1), clip_low=0.2, clip_high=0.28)
+    up = ppo_clip_loss(
+        torch.full((1, 1), 0.5), old, torch.ones(1), torch.ones(1, 1), clip_low=0.2, clip_high=0.28
+    )
     assert up.loss.item() == pytest.approx(-1.28)
-    down = ppo_clip_loss(torch.full((1, 1), -0.5), old, -torch.ones(1), torch.ones(1, 1), clip_low=0.2, clip_high=0.28)
+    down = ppo_clip_loss(
+        torch.full((1, 1), -0.5), old, -torch.ones(1), torch.ones(1, 1), clip_low=0.2, clip_high=0.28
+    )
     assert down.loss.item() == pytest.approx(0.8)
     dual = ppo_clip_loss(torch.full((1, 1), 3.0), old, -torch.ones(1), torch.ones(1, 1), dual_clip=3.0)
     assert dual.loss.item() == pytest.approx(3.0) and dual.dual_clip_fraction.item() == 1.0

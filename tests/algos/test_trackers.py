@@ -94,8 +94,12 @@ def test_per_agent_tracker_with_one_agent_equals_spo(seed):
 
 def test_per_agent_tracker_separates_agents():
     tracker = PerAgentValueTracker()
-    tracker.agent_update(["t"] * 4, ["coder", "coder", "tester", "tester"], [1.0, 1.0, 0.0, 0.0], [0, 1, 0, 1])
+    tracker.agent_update(
+        ["t"] * 4, ["coder", "coder", "tester", "tester"], [1.0, 1.0, 0.0, 0.0], [0, 1, 0, 1]
+    )
     p = tracker.baseline(tracker.keys_for(["t", "t"], ["coder", "tester"], [0, 0]))
     assert p[0] > 0.5 > p[1]
     adv = tracker.agent_advantages(["t"] * 4, ["coder", "coder", "tester", "tester"], [1.0, 0.0, 1.0, 0.0])
-    assert math.isclose(adv[:2].sum().item(), 0.0, abs_tol=1e-9) and math.isclose(adv[2:].sum().item(), 0, abs_tol=1e-9)
+    assert math.isclose(adv[:2].sum().item(), 0.0, abs_tol=1e-9) and math.isclose(
+        adv[2:].sum().item(), 0, abs_tol=1e-9
+    )

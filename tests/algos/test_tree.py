@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from teamgym.algos import masprm_targets, tree_values, treerl_advantages
+from teamgym.algos import masprm_targets, tree_values, treerl_advantages, treerl_terms
 from teamgym.errors import InvalidArgumentError
 from tests.algos.reference import tree_values_loop, treerl_loop
 
@@ -28,7 +28,9 @@ def test_tree_values_and_treerl_match_loop(seed):
     parents, rewards = random_forest(seed)
     values = tree_values(parents, rewards)
     np.testing.assert_allclose(values.value.numpy(), tree_values_loop(parents.tolist(), rewards.tolist()))
-    np.testing.assert_allclose(treerl_advantages(parents, rewards).numpy(), treerl_loop(parents.tolist(), rewards.tolist()))
+    np.testing.assert_allclose(
+        treerl_advantages(parents, rewards).numpy(), treerl_loop(parents.tolist(), rewards.tolist())
+    )
 
 
 def test_local_advantages_telescope_along_a_path():
@@ -42,6 +44,11 @@ def test_local_advantages_telescope_along_a_path():
     assert abs(total - (v[7] - v[0]).item()) < 1e-12
     assert v[0].item() == pytest.approx(3 / 4)  # leaves 4, 5, 6, 7
     assert treerl_advantages(parents, rewards)[0].item() == 0.0
+    global_adv, local_adv = treerl_terms(parents, rewards)
+    assert global_adv[7].item() == pytest.approx((v[7] - v[0]).item()) and local_adv[0].item() == 0.0
+    assert local_adv[7].item() + local_adv[3].item() + local_adv[1].item() == pytest.approx(
+        global_adv[7].item()
+    )
 
 
 def test_masprm_targets_in_range_and_sign():

@@ -6,12 +6,21 @@ import numpy as np
 import pytest
 import torch
 
-from teamgym.algos import AdaptiveK, choose_greedy, choose_top_m, informative_groups_per_1000, tree_step, tree_turn
+from teamgym.algos import (
+    AdaptiveK,
+    choose_greedy,
+    choose_top_m,
+    informative_groups_per_1000,
+    tree_step,
+    tree_turn,
+)
 from teamgym.errors import InvalidArgumentError
 
 
 class FakeEnv:
-    """State = the tuple of actions so far; reward depends on the whole state and the action; logs every step."""
+    """State = the tuple of actions so far; reward depends on the whole state and the action; logs every
+    step.
+    """
 
     def __init__(self):
         self.history: tuple = ()
@@ -35,7 +44,9 @@ def driver_kwargs(env):
 
 
 def stale_tree_step(env, state, candidates):
-    """The reference-code defect: candidates after the first step on from whatever state the env was left in."""
+    """The reference-code defect: candidates after the first step on from whatever state the env was left
+    in.
+    """
     env.restore(state)
     rewards = [env.step(c) for c in candidates]
     return int(np.argmax(rewards))
@@ -61,7 +72,9 @@ def test_each_candidate_is_scored_on_its_own_fresh_state():
 
 
 def test_later_turns_continue_from_the_chosen_state_defect_2():
-    """Defect 2: after copying the best state, steps went to a stale env, so later rewards matched across branches."""
+    """Defect 2: after copying the best state, steps went to a stale env, so later rewards matched across
+    branches.
+    """
     env = FakeEnv()
     state, path = (), ()
     for turn in range(3):
