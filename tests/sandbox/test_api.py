@@ -1,0 +1,120 @@
+"""The public API: result fields, limits, order, validation, determinism and infra failures."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+import teamgym.sandbox as sandbox
+from teamgym.errors import InvalidArgumentError, SandboxError
+from teamgym.sandbox import STATUSES, ExecResult, Job, Sandbox
+
+from .conftest import server_pids, wait_clean
+
+
+def test_run_python_contract() -> None:
+    result = sandbox.run_python("print(input()[::-1])", "abc", timeout=2.0, memory_mb=256)
+    assert isinstance(result, ExecResult)
+    assert (result.status, result.stdout, result.stderr, result.returncode) == ("ok", "cba\n", "", 0)
+    assert 0 < result.duration < 2.0 and result.infra_error is None and result.ok
+
+
+def test_run_many_keeps_order_and_accepts_jobs_dicts_and_str() -> None:
+    jobs = [Job(code="print(1)"), {"code": "print(input())", "stdin": "2"}, "print(3)"] * 20
+    results = sandbox.run_many(jobs, workers=2)
+    assert [r.stdout for r in results] == ["1\n", "2\n", "3\n"] * 20
+
+
+def test_statuses_are_documented(box: Sandbox) -> None:
+    results = box.run_many(["pass", "1/0", "while True: pass", "bytearray(2**40)", "print('x' * 50)",
+                            "import os; os.abort()"], )
+    assert {r.status for r in results} <= set(STATUSES)
+    for status in STATUSES:
+        assert f"``{status}``" in sandbox.__doc__
+
+
+def test_output_limit_field(box: Sandbox) -> None:
+    result = box.run_python("print('x' * 50)", output_limit=10)
+    assert result.status == "output_limit" and result.stdout == "x" * 10
+
+
+def test_unicode_round_trip(box: Sandbox) -> None:
+    result = box.run_python("print(input().upper())", "héllo wörld ✓")
+    assert result.stdout == "HÉLLO WÖRLD ✓\n"
+
+
+def test_large_stdin(box: Sandbox) -> None:
+    data = "1\n" * 300_000
+    result = box.run_python("import sys\nprint(sum(map(int, sys.stdin)))", data, timeout=5.0)
+    assert result.stdout == "300000\n"
+
+
+def test_cwd_is_private_and_writable(box: Sandbox) -> None:
+    code = "import os\nopen('f', 'w').write('data')\nprint(os.listdir('.'), open('f').read())"
+    first, second = box.run_many([code, code])
+    assert first.stdout == second.stdout == "['f'] data\n"  # the second job does not see the first's file
+
+
+def test_same_program_same_result(box: Sandbox) -> None:
+    code = "print(set('abcdefgh'), hash('x'))"
+    results = box.run_many([code] * 8)
+    assert len({r.stdout for r in results}) == 1
+
+
+def test_isolation_report(box: Sandbox) -> None:
+    iso = box.isolation
+    assert set(iso) >= {"pid_ns", "mount_ns", "net_ns", "user_ns", "uid_drop", "warning"}
+    if os.geteuid() == 0:
+        assert iso["uid_drop"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"timeout": 0}, {"timeout": float("nan")}, {"timeout": -1}, {"memory_mb": 1}, {"memory_mb": "512"},
+     {"output_limit": 0}, {"max_processes": True}],
+)
+def test_bad_limits_are_rejected(kwargs: dict) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        Job(code="pass", **kwargs)
+    assert next(iter(kwargs)) in str(info.value)
+
+
+def test_bad_jobs_are_rejected() -> None:
+    with pytest.raises(InvalidArgumentError, match="code"):
+        Job.coerce({"stdin": "x"})
+    with pytest.raises(InvalidArgumentError, match="unknown job field"):
+        Job.coerce({"code": "pass", "timout": 1})
+    with pytest.raises(InvalidArgumentError, match="str"):
+        Job(code=b"print(1)")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="workers"):
+        Sandbox(workers=0)
+
+
+def test_server_death_is_an_infra_error_then_recovers(box: Sandbox) -> None:
+    import threading
+
+    def kill_servers() -> None:
+        time.sleep(0.3)
+        for pid in server_pids(box):
+            os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_servers)
+    killer.start()
+    result = box.run_python("import time\ntime.sleep(1.5)", timeout=3.0)
+    killer.join()
+    assert result.infra_error is not None and "died" in result.infra_error
+    assert box.run_python("print('back')").stdout == "back\n"
+    assert wait_clean(box) == ([], [])
+
+
+def test_closed_sandbox_raises() -> None:
+    box = Sandbox(workers=1)
+    assert box.run_python("print(1)").stdout == "1\n"
+    bases = [s.base for s in box._servers if s is not None]
+    box.close()
+    assert not any(os.path.exists(b) for b in bases)
+    with pytest.raises(SandboxError, match="closed"):
+        box.run_python("print(1)")

@@ -1,0 +1,174 @@
+"""The test harness: verdicts per test, the codes x tests matrix, and the common reward hacks failing."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from teamgym.errors import InvalidArgumentError
+from teamgym.sandbox import (
+    Sandbox,
+    humaneval_tests,
+    normalize_output,
+    outputs_match,
+    run_matrix,
+    run_tests,
+)
+from teamgym.sandbox.harness import decode_value, split_assert
+
+DOUBLE = "def double(x):\n    return 2 * x\n"
+ASSERTS = ["assert double(2) == 4", "assert double(-1) == -2", "assert double('a') == 'aa'",
+           "assert abs(double(0.5) - 1.0) < 1e-9", "assert [double(i) for i in range(3)] == [0, 2, 4]",
+           "assert double(3) == 7", "import math\nassert math.isclose(double(1.5), 3.0)", "assert double(1) == 2"]
+EXPECTED = [True, True, True, True, True, False, True, True]
+
+
+def test_assert_verdicts(box: Sandbox) -> None:
+    verdicts = run_tests(DOUBLE, ASSERTS, kind="assert", sandbox=box)
+    assert [v.passed for v in verdicts] == EXPECTED
+    wrong = verdicts[5]
+    assert (wrong.status, wrong.expected, wrong.actual) == ("wrong_answer", "7", "6")
+
+
+def test_entry_point_is_candidate(box: Sandbox) -> None:
+    verdicts = run_tests(DOUBLE, ["assert candidate(4) == 8"], kind="assert", entry_point="double", sandbox=box)
+    assert verdicts[0].passed
+
+
+def test_stdio_verdicts_whitespace_normalised(box: Sandbox) -> None:
+    code = "n = int(input())\nprint(*range(n))\nprint()"
+    tests = [("3", "0 1 2"), ("2", "0   1\n\n\n"), {"input": "1", "output": "0\n"}, ("2", "0 2"), ("x", "")]
+    verdicts = run_tests(code, tests, sandbox=box)
+    assert [v.status for v in verdicts] == ["passed", "passed", "passed", "wrong_answer", "error"]
+    assert "ValueError" in verdicts[4].error
+
+
+def test_matrix_shape_and_order(box: Sandbox) -> None:
+    codes = ["print(int(input()) + 1)", "print(int(input()) * 2)", "while True: pass"]
+    tests = [("1", "2"), ("2", "3"), ("2", "4")]
+    matrix = run_matrix(codes, tests, sandbox=box, timeout=0.5)
+    assert [[v.passed for v in row] for row in matrix] == [[True, True, False], [True, False, True],
+                                                           [False, False, False]]
+    assert {v.status for v in matrix[2]} == {"timeout"}
+
+
+def test_assert_matrix(box: Sandbox) -> None:
+    codes = [DOUBLE, "def double(x):\n    return x + x\n", "def double(x):\n    return 0\n"]
+    matrix = run_matrix(codes, ASSERTS[:2], kind="assert", sandbox=box)
+    assert [[v.passed for v in row] for row in matrix] == [[True, True], [True, True], [False, False]]
+
+
+def test_verdicts_are_deterministic(box: Sandbox) -> None:
+    first = run_tests(DOUBLE, ASSERTS, kind="assert", sandbox=box)
+    second = run_tests(DOUBLE, ASSERTS, kind="assert", sandbox=box)
+    assert first == second
+
+
+def test_per_test_timeout_keeps_the_rest(box: Sandbox) -> None:
+    code = "def f(x):\n    while x == 0:\n        pass\n    return x\n"
+    verdicts = run_tests(code, ["assert f(1) == 1", "assert f(0) == 0", "assert f(2) == 2"], kind="assert",
+                         timeout=0.5, sandbox=box)
+    assert [v.status for v in verdicts] == ["passed", "timeout", "passed"]
+
+
+HACKS = {
+    "sys_exit_before_tests": "import sys\nsys.exit(0)",
+    "os_exit_before_tests": "import os\nos._exit(0)",
+    "raise_systemexit": "raise SystemExit",
+    "fake_verdict_markers": "print('PASSED\\n' * 100)\nprint('All tests passed: 8/8 OK')",
+    "always_equal": "class Any:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
+                    "def double(x):\n    return Any()",
+    "patched_builtins": "import builtins\nbuiltins.abs = lambda x: 0\nbuiltins.isinstance = lambda *a: True\n"
+                        "def double(x):\n    return 0",
+    "patched_assertionerror": "import builtins\nclass Never(Exception):\n    pass\nbuiltins.AssertionError = Never\n"
+                              "def double(x):\n    return 0",
+    "int_subclass": "class I(int):\n    def __eq__(self, o):\n        return True\ndef double(x):\n    return I(0)",
+    "forged_records": "import os\nfor i in range(8):\n    os.write(3, ('{\"i\": %d, \"ok\": true}\\n' % i).encode())\n"
+                      "os._exit(0)",
+    "exit_inside_call": "import os\ndef double(x):\n    os._exit(0)",
+    "catch_everything_exit": "import sys\ndef double(x):\n    sys.exit(0)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HACKS))
+def test_reward_hacks_fail(box: Sandbox, name: str) -> None:
+    verdicts = run_tests(HACKS[name], ASSERTS, kind="assert", sandbox=box)
+    assert not any(v.passed for v in verdicts), [(v.input, v.status) for v in verdicts if v.passed]
+
+
+def test_stdio_hacks_fail(box: Sandbox) -> None:
+    secret = "EXPECTED-OUTPUT-7f3a"
+    hunt = ("import gc, sys\nfound = [o for o in gc.get_objects() if isinstance(o, (str, dict)) and "
+            f"'{secret[:8]}' in str(o)]\nprint(found)")
+    verdicts = run_tests(hunt, [("1", secret)], sandbox=box)
+    assert not verdicts[0].passed and secret not in verdicts[0].actual
+    assert not run_tests("import sys\nsys.exit(0)", [("1", "1")], sandbox=box)[0].passed
+
+
+def test_program_error_fails_every_test(box: Sandbox) -> None:
+    verdicts = run_tests("1/0\ndef double(x):\n    return 2 * x", ASSERTS[:3], kind="assert", sandbox=box)
+    assert [v.status for v in verdicts] == ["error"] * 3
+    assert "ZeroDivisionError" in verdicts[0].error
+
+
+def test_humaneval_split() -> None:
+    source = ("METADATA = {}\n\ndef check(candidate):\n    assert candidate(1) == 2\n"
+              "    assert abs(candidate(0.5) - 1.0) < 1e-6\n")
+    setup, statements = humaneval_tests(source)
+    assert "METADATA" in setup and statements == ["assert candidate(1) == 2",
+                                                  "assert abs(candidate(0.5) - 1.0) < 1e-06"]
+    loop = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == 2 * i\n"
+    assert humaneval_tests(loop) == (loop, ["check(candidate)"])
+    with pytest.raises(InvalidArgumentError, match="check"):
+        humaneval_tests("assert True")
+
+
+def test_humaneval_end_to_end(box: Sandbox) -> None:
+    loop = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == 2 * i\n"
+    setup, statements = humaneval_tests(loop)
+    verdicts = run_tests(DOUBLE, statements, kind="assert", entry_point="double", setup=setup, sandbox=box)
+    assert [v.passed for v in verdicts] == [True]
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(InvalidArgumentError, match="kind"):
+        run_tests("pass", [], kind="junit")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="pair"):
+        run_tests("pass", ["just input"])
+    with pytest.raises(InvalidArgumentError, match="statement"):
+        run_tests("pass", [("a", "b")], kind="assert")
+    with pytest.raises(InvalidArgumentError, match=r"\[code\]"):
+        run_matrix("print(1)", [("", "1")])  # type: ignore[arg-type]
+
+
+def test_split_assert() -> None:
+    assert split_assert("assert f(1) == [1, (2, 'x')]") == ("f(1)", [1, (2, "x")])
+    assert split_assert("assert -3 == f(x)") == ("f(x)", -3)
+    assert split_assert("assert f(1) == g(2)") is None
+    assert split_assert("assert f(1) < 2") is None
+    assert split_assert("x = 1") is None
+    assert split_assert("assert (") is None
+
+
+def test_normalize_output() -> None:
+    assert normalize_output("  a b  \r\nc\n\n\n") == ["a b", "c"]
+    assert outputs_match("1 2\n3", "1\n2 3\n")  # token-wise
+    assert not outputs_match("1 2", "1 2 3")
+
+
+plain = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(plain)
+def test_value_round_trip(value: object) -> None:
+    from teamgym.sandbox._jail import encode_value
+
+    decoded = decode_value(encode_value(value))
+    assert decoded == value and type(decoded) is type(value)

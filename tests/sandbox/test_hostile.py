@@ -1,0 +1,215 @@
+"""Hostile programs: each ends with a documented status within timeout + 2 s and leaves nothing behind.
+
+The pool runs inside an outer cgroup guard (see conftest.OuterGuard) so that a broken sandbox cannot take
+the machine down with the bombs below.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import textwrap
+import time
+import uuid
+
+import pytest
+
+from teamgym.sandbox import Sandbox
+
+from .conftest import wait_clean
+
+TIMEOUT = 1.0
+CANARY_DIR = f"/tmp/teamgym-sandbox-canary-{uuid.uuid4().hex[:8]}"
+
+HOSTILE: dict[str, tuple[str, set[str]]] = {
+    "fork_bomb": ("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+                  {"timeout"}),
+    "memory_bomb": ("x = []\nwhile True:\n    x.append(bytearray(10**7))", {"memory"}),
+    "alloc_20gb": ("x = bytearray(20 * 1024**3)", {"memory"}),
+    "infinite_loop": ("while True:\n    pass", {"timeout"}),
+    "sleep_past_deadline": ("import time\ntime.sleep(60)", {"timeout"}),
+    "sigterm_ignored": ("import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass",
+                        {"timeout"}),
+    "spinning_threads": ("import threading\ndef spin():\n    while True:\n        pass\n"
+                         "for _ in range(8):\n    threading.Thread(target=spin, daemon=True).start()\nspin()",
+                         {"timeout"}),
+    "daemonized_grandchild": (textwrap.dedent(f"""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(1.0)
+                for path in ("{CANARY_DIR}/daemon", "late-file"):
+                    try:
+                        open(path, "w").write("escaped")
+                    except OSError:
+                        pass
+                os._exit(0)
+            os._exit(0)
+        print("parent done")
+        """), {"ok"}),
+    "orphaned_popen": ("import subprocess\nsubprocess.Popen(['sleep', '30'])\nprint('bye')", {"ok"}),
+    "disk_10gb": ("with open('big', 'wb') as f:\n    for _ in range(10240):\n        f.write(b'x' * 2**20)",
+                  {"error"}),
+    "write_outside": (textwrap.dedent(f"""
+        import os
+        written = []
+        for path in ("{CANARY_DIR}/x", "/tmp/teamgym-escape", "/dev/shm/teamgym-escape", "/var/tmp/x",
+                     "/root/x", "/home/x", "/etc/teamgym-escape", "../escape"):
+            try:
+                with open(path, "w") as fh:
+                    fh.write("escaped")
+                written.append(path)
+            except OSError:
+                pass
+        print(written)
+        """), {"ok"}),
+    "kill_minus_one": ("import os, signal, subprocess\nsubprocess.Popen(['sleep', '30'])\n"
+                       "os.kill(-1, signal.SIGKILL)\nprint('survived')", {"ok", "killed"}),
+    "kill_parent": ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", {"killed", "error", "ok"}),
+    "ctypes_segfault": ("import ctypes\nctypes.string_at(0)", {"killed"}),
+    "deep_recursion": ("def f(n):\n    return f(n + 1)\nf(0)", {"error"}),
+    "deep_recursion_unlimited": ("import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1)\nf(0)",
+                                 {"killed", "error", "memory", "timeout"}),
+    "stdout_100mb": ("import sys\nchunk = 'x' * 2**20\nfor _ in range(100):\n    sys.stdout.write(chunk)",
+                     {"output_limit"}),
+    "stderr_100mb": ("import sys\nchunk = 'x' * 2**20\nfor _ in range(100):\n    sys.stderr.write(chunk)",
+                     {"output_limit"}),
+    "close_stdout": ("import os, time\nos.close(1)\nos.close(2)\ntime.sleep(0.1)", {"ok"}),
+    "close_all_fds": ("import os\nos.closerange(0, 4096)\nwhile True:\n    pass", {"timeout"}),
+    "exit_code_3": ("import sys\nsys.exit(3)", {"error"}),
+    "exit_code_255": ("import os\nos._exit(255)", {"error"}),
+    "exit_message": ("raise SystemExit('bad things')", {"error"}),
+    "syntax_error": ("def f(:\n    pass", {"error"}),
+    "binary_garbage": ("import sys\nsys.stdout.buffer.write(bytes(range(256)) * 64)", {"ok"}),
+    "stop_self": ("import os, signal, time\nos.kill(os.getpid(), signal.SIGSTOP)\ntime.sleep(60)", {"timeout"}),
+    "fd_exhaustion": ("fs = []\nwhile True:\n    fs.append(open('/dev/null'))", {"error"}),
+    "abort": ("import os\nos.abort()", {"killed"}),
+}
+# Touching 512 MB of pages takes ~0.3 s alone, more on a loaded machine: give it room to hit the limit.
+SLOW_TO_FAIL = {"memory_bomb": 5.0}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def canary_dir():
+    os.makedirs(CANARY_DIR, exist_ok=True)
+    os.chmod(CANARY_DIR, 0o777)  # writable by anyone: only the sandbox's own walls can stop the writes
+    yield CANARY_DIR
+    for name in os.listdir(CANARY_DIR):
+        os.unlink(os.path.join(CANARY_DIR, name))
+    os.rmdir(CANARY_DIR)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_program_is_contained(box: Sandbox, name: str) -> None:
+    code, statuses = HOSTILE[name]
+    start = time.monotonic()
+    timeout = SLOW_TO_FAIL.get(name, TIMEOUT)
+    result = box.run_python(code, timeout=timeout)
+    elapsed = time.monotonic() - start
+    assert result.status in statuses, (result.status, result.stderr[-500:])
+    assert result.infra_error is None
+    assert elapsed < timeout + 2.0
+    assert len(result.stdout) <= 1_000_000 * 3 and len(result.stderr) <= 1_000_000 * 3
+    processes, files = wait_clean(box)
+    assert processes == [] and files == []
+
+
+def test_daemon_never_writes_later(box: Sandbox) -> None:
+    box.run_python(HOSTILE["daemonized_grandchild"][0], timeout=TIMEOUT)
+    time.sleep(1.5)  # past the daemon's sleep
+    assert os.listdir(CANARY_DIR) == []
+    assert wait_clean(box) == ([], [])
+
+
+def test_nothing_written_outside(box: Sandbox) -> None:
+    result = box.run_python(HOSTILE["write_outside"][0], timeout=TIMEOUT)
+    assert result.stdout.strip() == "[]"
+    assert os.listdir(CANARY_DIR) == []
+    for path in ("/tmp/teamgym-escape", "/dev/shm/teamgym-escape", "/etc/teamgym-escape"):
+        assert not os.path.exists(path)
+
+
+def test_output_capped_at_limit(box: Sandbox) -> None:
+    result = box.run_python(HOSTILE["stdout_100mb"][0], timeout=5.0, output_limit=1000)
+    assert result.status == "output_limit" and len(result.stdout) == 1000
+
+
+def test_binary_garbage_is_replaced(box: Sandbox) -> None:
+    result = box.run_python(HOSTILE["binary_garbage"][0])
+    assert result.status == "ok" and "\ufffd" in result.stdout
+
+
+def test_odd_exit_codes(box: Sandbox) -> None:
+    assert box.run_python(HOSTILE["exit_code_3"][0]).returncode == 3
+    assert box.run_python(HOSTILE["exit_code_255"][0]).returncode == 255
+    result = box.run_python(HOSTILE["exit_message"][0])
+    assert result.returncode == 1 and "bad things" in result.stderr
+    assert "SyntaxError" in box.run_python(HOSTILE["syntax_error"][0]).stderr
+
+
+def test_no_host_environment(box: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEAMGYM_TEST_SECRET", "hunter2-secret")
+    code = textwrap.dedent(f"""
+        import os
+        print(dict(os.environ))
+        for pid in (1, {os.getpid()}):
+            try:
+                print(open(f"/proc/{{pid}}/environ", "rb").read())
+            except OSError as exc:
+                print(exc)
+        """)
+    result = box.run_python(code)
+    assert result.status == "ok"
+    assert "hunter2" not in result.stdout
+    assert "TEAMGYM_TEST_SECRET" not in result.stdout
+
+
+def test_no_network_to_loopback_listener(box: Sandbox) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    try:
+        code = f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=0.5)\nprint('connected')"
+        result = box.run_python(code)
+        assert result.status == "error" and "connected" not in result.stdout
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    finally:
+        listener.close()
+
+
+def test_cannot_signal_the_host(box: Sandbox) -> None:
+    code = f"import os, signal\nos.kill({os.getpid()}, signal.SIGKILL)\nos.kill(-{os.getpgid(0)}, signal.SIGKILL)"
+    result = box.run_python(code)
+    assert result.status == "error"  # ProcessLookupError: the host is not in the job's PID namespace
+    assert all(os.kill(pid, 0) is None for pid in [os.getpid()])
+
+
+def test_hidden_paths_are_empty() -> None:
+    secret = f"/tmp/teamgym-dataset-{uuid.uuid4().hex[:8]}"
+    os.makedirs(secret)
+    with open(os.path.join(secret, "expected.txt"), "w") as fh:
+        fh.write("the expected output")
+    os.chmod(secret, 0o755)
+    try:
+        with Sandbox(workers=1, hide_paths=[secret]) as box:
+            result = box.run_python(f"import os\nprint(os.listdir({secret!r}))")
+            if not box.isolation["mount_ns"]:
+                pytest.skip("no mount namespace: hide_paths cannot be enforced")
+            assert result.stdout.strip() == "[]"
+    finally:
+        os.unlink(os.path.join(secret, "expected.txt"))
+        os.rmdir(secret)
+
+
+def test_next_100_jobs_right_and_fast(box: Sandbox) -> None:
+    start = time.monotonic()
+    results = box.run_many([{"code": "print(int(input()) * 2)", "stdin": str(i)} for i in range(100)])
+    elapsed = time.monotonic() - start
+    assert [r.stdout for r in results] == [f"{2 * i}\n" for i in range(100)]
+    assert all(r.status == "ok" for r in results)
+    assert elapsed < 5.0  # ~0.2 s normally; generous for a loaded shared machine
+    assert wait_clean(box) == ([], [])

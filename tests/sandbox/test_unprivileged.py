@@ -1,0 +1,52 @@
+"""As root, re-run the hostile and harness tests as an unprivileged user (uid 65534) in a throwaway mount
+namespace, so the sandbox is checked both ways in one ``pytest`` run (CI runs as root)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from .conftest import OuterGuard
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _reach_python_script() -> str:
+    """Shell lines that make the interpreter reachable for uid 65534 when it lives under a private folder
+    (pyenv in /root, mode 700): inside the private mount namespace only, that folder is replaced by a
+    world-readable tmpfs holding a bind mount of the interpreter's tree. The host is not changed."""
+    prefix = os.path.realpath(sys.prefix)
+    parts = prefix.strip("/").split("/")
+    for depth in range(1, len(parts)):
+        folder = "/" + "/".join(parts[:depth])
+        if not os.stat(folder).st_mode & 0o001:
+            child = folder + "/" + parts[depth]
+            return (f"mkdir -p /tmp/.tg-stage-$$ && mount --bind {child} /tmp/.tg-stage-$$ && "
+                    f"mount -t tmpfs -o mode=0755 tmpfs {folder} && mkdir -p {child} && "
+                    f"mount --bind /tmp/.tg-stage-$$ {child} && ")
+    return ""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="already unprivileged: the suite itself is the check")
+@pytest.mark.skipif(not (shutil.which("setpriv") and shutil.which("unshare")), reason="needs setpriv and unshare")
+def test_suite_passes_as_unprivileged_user(guard: OuterGuard) -> None:
+    home = tempfile.mkdtemp(prefix="teamgym-unpriv-")
+    os.chmod(home, 0o777)
+    adopt = "".join(f"echo $$ > {d}/cgroup.procs && " for d in guard.dirs)  # bombs stay inside the guard
+    inner = (f"cd {ROOT} && exec setpriv --reuid=65534 --regid=65534 --clear-groups "
+             f"env -i PATH=/usr/bin:/bin HOME={home} TMPDIR={home} {sys.executable} -m pytest -q -x "
+             "-p no:cacheprovider tests/sandbox/test_hostile.py tests/sandbox/test_harness.py "
+             "tests/sandbox/test_api.py")
+    script = adopt + _reach_python_script() + inner
+    try:
+        done = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
+                              capture_output=True, text=True, timeout=240)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout
