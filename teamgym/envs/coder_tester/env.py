@@ -1,0 +1,398 @@
+"""``coder_tester-v0``: a coder writes a solution, a tester writes unit tests, each learns from the other's.
+
+>>> import teamgym
+>>> env = teamgym.make("coder_tester-v0")
+>>> env.reset(seed=0, options={"task_id": "HumanEval/0"})
+>>> env.agent_selection
+'coder'
+
+Anchors: AT-GRPO's code env (Stronger-MAS, arXiv 2510.11062; pettingllms-ai/PettingLLMs), whose turn structure
+this follows, and CURE (arXiv 2506.03136), whose execution-matrix rewards score the tester. Unlike AT-GRPO's
+env, the tester is judged against the golden solution (tests must be *right*) and against wrong programs made
+by the env (tests must *discriminate*), so neither vacuous nor wrong tests pay.
+
+**Agents** ``coder`` and ``tester``, one problem per episode. Turn 0: the coder writes a solution, the tester
+writes unit tests. Later turns: each sees the execution feedback (which of the tester's latest tests the
+current code fails, with input / expected / actual, clipped to ``feedback_chars``) and revises. Default order
+(AT-GRPO): coder, then tester, who sees the coder's current code. The episode **terminates** at the end of a
+turn in which the current code passes every test of the tester's latest suite, provided that suite has at
+least one test (no test written is never "all passed"); otherwise it is truncated after ``max_turns``.
+
+**Spaces**: observations ``Dict(prompt: TextSpace, turn: Discrete(max_turns + 1))``; actions: the raw
+completion. Action formats (details in :mod:`~teamgym.envs.coder_tester.parsing`): the coder's program is its
+*last* ``python`` block; the tester's tests are, for function problems, the top-level ``assert`` statements of
+its *last* ``python`` block, for stdin/stdout problems the *last* ``json`` block (a list of ``{"input",
+"output"}``). At most ``max_tests``.
+
+**Rewards** (per agent-turn; ``reward = alpha * team + local``, ``local`` = the sum of the agent's other
+terms):
+
+=================  ======  ==========  ======  ==============================================================
+term               agent   range       weight  meaning
+=================  ======  ==========  ======  ==============================================================
+``team``           both    [0, 1]      alpha   fraction of the ground-truth tests the current code passes
+``pass_rate``      coder   [0, 1]      1       fraction of the tester's latest tests the code passes, counting
+                                               only *valid* ones (the golden solution passes them) when the
+                                               problem has a solution; 0 while there are none
+``format``         coder   {-1, 0}     1       -1: no code block, or the code does not parse (the code then
+                                               counts as absent: ``team`` 0)
+``discrimination`` tester  [-1, 1]     1       mean over its tests of CURE's test reward (see ``rewards``):
+                                               +share of wrong programs a right test fails, -share of wrong
+                                               programs a wrong test lets pass; 0 without a correct program
+``validity``       tester  [-1, 0]     1       -share of its tests that a correct program fails (catches the
+                                               wrong tests CURE scores 0, e.g. ones every program fails)
+``format``         tester  {-1, 0}     1       -1: no test could be read
+=================  ======  ==========  ======  ==============================================================
+
+Programs in the tester's matrix: correct ones (the golden solution, coder attempts passing every ground-truth
+test) and wrong ones (``num_mutants`` deterministic mutants of the golden solution, each failing some
+ground-truth test; every earlier failing coder attempt; attempts that time out on a ground-truth test are left
+out as they would reward any test). Trivial tests (``assert True``) pass everything: no discrimination. Tests
+that every program fails are invalid. A tester cannot see or import the golden solution (it is in no prompt,
+and golden and mutants are formatted alike, so source inspection does not tell them apart).
+
+**Bad input** never raises. No code block / unparseable code: coder ``format`` -1 and no code. Several blocks:
+the last one. Code that never halts: each test times out after ``timeout`` s (fails). Huge outputs: capped by
+the sandbox, the test fails. Tests that do not parse: skipped (salvaged line by line when the block as a whole
+does not parse); none left: tester ``format`` -1. Prompt injection: agents only see each other's extracted
+code or tests. Sandbox failures: ``infos[agent]["infra_error"]`` is set, the acting agent's terms are all 0
+and the action is not adopted (drop the sample).
+
+**Process signals** (``infos[agent]``): coder: ``gt_verdicts`` (per ground-truth test), ``test_verdicts`` (per
+tester test), ``pass_rate_delta`` (change of the ground-truth pass rate this step), ``code_problem``; tester:
+``test_valid`` (per test; ``None`` = unjudgeable), ``test_rewards`` (CURE, per test), ``kill_rate`` (share of
+wrong programs failing a valid test), ``p_01``/``p_00`` (CURE's precision diagnostics), ``num_tests``,
+``skipped_tests``, ``code_verdicts``, ``tests_problem``.
+
+**Options**: ``dataset`` (``"humaneval"``, ``"stdio"``, ``"all"``, a file or a hub name; see ``adapters``),
+``dataset_format``, ``split`` (hub split), ``limit`` (first N problems), ``max_turns`` (4), ``turn_order``
+(``"coder_first"`` as AT-GRPO, or ``"tester_first"``: tests written from the statement alone, then code),
+``tester_sees_code`` (True), ``feedback_chars`` (2000), ``timeout`` (1.0 s per test, CURE's limit),
+``num_mutants`` (4), ``max_tests`` (20), ``alpha`` (1.0), ``render_mode``.
+
+Version history: v0 (this version).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from teamgym.core import Outcome, Policy, TurnBasedTextEnv, reward_terms
+from teamgym.envs.coder_tester import policies, prompts
+from teamgym.envs.coder_tester.adapters import load_problems
+from teamgym.envs.coder_tester.data import Problem, TestCase
+from teamgym.envs.coder_tester.execution import Verdict, execute, first_infra_error
+from teamgym.envs.coder_tester.mutants import candidate_mutants
+from teamgym.envs.coder_tester.parsing import parse_code, parse_tests
+from teamgym.envs.coder_tester.rewards import (
+    cure_test_rewards,
+    pass_rate,
+    precision,
+    suite_kill_rate,
+    validity,
+)
+from teamgym.errors import InvalidArgumentError
+
+__all__ = ["CoderTesterEnv", "EpisodeState", "Attempt"]
+
+TURN_ORDERS = {"coder_first": ("coder", "tester"), "tester_first": ("tester", "coder")}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A program the coder submitted: does it pass every ground-truth test, may it be scored."""
+
+    code: str
+    correct: bool
+    scored: bool
+
+
+@dataclass
+class EpisodeState:
+    """The mutable part of an episode (the problem itself is the env's immutable task)."""
+
+    code: str = ""
+    team: float = 0.0
+    attempts: list[Attempt] = field(default_factory=list)
+    tests: tuple[TestCase, ...] = ()
+    test_valid: list[bool | None] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    passed_tests: bool = False
+
+
+class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
+    """A coder and a tester solve a coding problem together; see the module docstring."""
+
+    metadata = {"name": "coder_tester-v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
+    roles = ("coder", "tester")
+
+    def __init__(
+        self,
+        *,
+        dataset: str = "humaneval",
+        dataset_format: str = "auto",
+        split: str = "test",
+        limit: int | None = None,
+        max_turns: int = 4,
+        turn_order: str = "coder_first",
+        tester_sees_code: bool = True,
+        feedback_chars: int = 2000,
+        timeout: float = 1.0,
+        num_mutants: int = 4,
+        max_tests: int = 20,
+        alpha: float | dict[str, float] = 1.0,
+        render_mode: str | None = None,
+    ):
+        if turn_order not in TURN_ORDERS:
+            raise InvalidArgumentError(f"turn_order={turn_order!r}: expected one of {sorted(TURN_ORDERS)}")
+        for name, value, low in (
+            ("feedback_chars", feedback_chars, 100),
+            ("num_mutants", num_mutants, 0),
+            ("max_tests", max_tests, 1),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise InvalidArgumentError(f"{name}={value!r}: expected an int >= {low}")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise InvalidArgumentError(f"limit={limit!r}: expected None (all problems) or an int >= 1")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
+            raise InvalidArgumentError(f"timeout={timeout!r}: expected seconds per test in (0, 60], e.g. 1.0")
+        super().__init__(
+            max_turns=max_turns, alpha=alpha, render_mode=render_mode, agents=TURN_ORDERS[turn_order]
+        )
+        self.problems = load_problems(dataset, dataset_format=dataset_format, split=split, limit=limit)
+        self._by_id = {p.task_id: p for p in self.problems}
+        self._ids = tuple(self._by_id)
+        self.tester_sees_code = bool(tester_sees_code)
+        self.feedback_chars = feedback_chars
+        self.timeout = float(timeout)
+        self.num_mutants = num_mutants
+        self.max_tests = max_tests
+        self._mutant_cache: dict[str, tuple[str, ...]] = {}
+        self._mutant_infra = ""
+
+    # ------------------------------------------------------------------ tasks
+    def task_ids(self) -> tuple[str, ...]:
+        return self._ids
+
+    def _task_from_id(self, task_id: str) -> Problem:
+        return self._by_id[task_id]
+
+    def _initial_state(self, task: Problem) -> EpisodeState:
+        self.mutants(task)
+        return EpisodeState()
+
+    def golden(self, problem: Problem) -> str | None:
+        """The golden solution, formatted as the mutants are (``ast.unparse``), or ``None``."""
+        if problem.solution is None:
+            return None
+        try:
+            return ast.unparse(ast.parse(problem.solution)) + "\n"
+        except (SyntaxError, ValueError, RecursionError):
+            return problem.solution
+
+    def mutants(self, problem: Problem) -> tuple[str, ...]:
+        """Up to ``num_mutants`` golden-solution mutants that fail a ground-truth test (cached per problem).
+
+        Candidates that pass every test, time out, or meet a sandbox failure are dropped; a sandbox failure is
+        also reported as ``infra_error`` at the tester's next step and the list is recomputed next time.
+        """
+        if problem.task_id in self._mutant_cache:
+            return self._mutant_cache[problem.task_id]
+        golden = self.golden(problem)
+        if golden is None or self.num_mutants == 0:
+            return ()
+        candidates = candidate_mutants(golden, entry_point=problem.entry_point, limit=3 * self.num_mutants)
+        matrix = execute(problem, candidates, problem.tests, timeout=self.timeout)
+        infra = first_infra_error(matrix)
+        if infra:
+            self._mutant_infra = infra
+            return ()
+        kept = tuple(
+            code
+            for code, row in zip(candidates, matrix)
+            if not all(v.passed for v in row) and not any(v.status == "timeout" for v in row)
+        )
+        self._mutant_cache[problem.task_id] = kept[: self.num_mutants]
+        return self._mutant_cache[problem.task_id]
+
+    # ------------------------------------------------------------------ prompts
+    def _system_prompt(self, agent: str) -> str:
+        if agent == "coder":
+            return prompts.coder_system(self.task)
+        return prompts.tester_system(self.task, self.max_tests)
+
+    def _user_prompt(self, agent: str) -> str:
+        state = self.state
+        if agent == "coder":
+            return prompts.coder_user(
+                self.task,
+                code=state.code,
+                tests=state.tests,
+                verdicts=state.verdicts,
+                feedback_chars=self.feedback_chars,
+                turn=self.turn,
+            )
+        return prompts.tester_user(
+            self.task,
+            code=state.code,
+            show_code=self.tester_sees_code,
+            tests=state.tests,
+            verdicts=state.verdicts,
+            feedback_chars=self.feedback_chars,
+            max_tests=self.max_tests,
+        )
+
+    # ------------------------------------------------------------------ steps
+    def _apply_action(self, agent: str, action: str) -> Outcome:
+        outcome = self._coder_step(action) if agent == "coder" else self._tester_step(action)
+        ends_turn = agent == self.agents[-1]
+        state = self.state
+        if ends_turn and not outcome.infra_error:
+            state.passed_tests = bool(state.code and state.tests and state.verdicts) and all(
+                v.passed for v in state.verdicts
+            )
+            if state.passed_tests:
+                return Outcome(outcome.terms, terminated=True, info=outcome.info)
+        return outcome
+
+    def _coder_step(self, action: str) -> Outcome:
+        problem, state = self.task, self.state
+        parsed = parse_code(action)
+        before = state.team
+        if parsed.problem:
+            state.code, state.team, state.verdicts = "", 0.0, []
+            terms = reward_terms(team=0.0, pass_rate=0.0, format=-1.0)
+            info = {
+                "gt_verdicts": [False] * len(problem.tests),
+                "test_verdicts": [],
+                "pass_rate_delta": -before,
+                "code_problem": parsed.problem,
+            }
+            return Outcome({"coder": terms}, info={"coder": info})
+        num_gt = len(problem.tests)
+        # Ground-truth tests run first in the job, so a tester's test that tampers with shared objects (e.g. rebinds
+        # the function's __code__) cannot change the team reward.
+        matrix = execute(problem, [parsed.code], [*problem.tests, *state.tests], timeout=self.timeout)
+        infra = first_infra_error(matrix)
+        if infra:
+            return Outcome(
+                {"coder": reward_terms(team=0.0, pass_rate=0.0, format=0.0)},
+                info={"coder": {"code_problem": "infra_error"}},
+                infra_error=infra,
+            )
+        row = matrix[0]
+        gt, generated = row[:num_gt], row[num_gt:]
+        state.code, state.team, state.verdicts = parsed.code, pass_rate([v.passed for v in gt]), generated
+        if all(a.code != parsed.code for a in state.attempts):
+            state.attempts.append(
+                Attempt(
+                    parsed.code,
+                    correct=all(v.passed for v in gt),
+                    scored=not any(v.status == "timeout" for v in gt),
+                )
+            )
+        counted = [v.passed for v, ok in zip(generated, state.test_valid) if ok is not False]
+        terms = reward_terms(team=state.team, pass_rate=pass_rate(counted), format=0.0)
+        info = {
+            "gt_verdicts": [v.passed for v in gt],
+            "test_verdicts": [v.passed for v in generated],
+            "pass_rate_delta": state.team - before,
+            "code_problem": "",
+        }
+        return Outcome({"coder": terms}, info={"coder": info})
+
+    def _programs(self) -> tuple[list[str], list[bool], int]:
+        """The tester's matrix rows: (programs, correct flags, leading rows left unscored: 0 or 1)."""
+        problem, state = self.task, self.state
+        programs: list[str] = []
+        correct: list[bool] = []
+        current = next((a for a in state.attempts if a.code == state.code), None) if state.code else None
+        skip = 0
+        if current is not None:
+            programs.append(current.code)
+            correct.append(current.correct)
+            skip = 0 if current.scored else 1
+        golden = self.golden(problem)
+        candidates = [(golden, True)] if golden is not None else []
+        candidates += [(m, False) for m in self.mutants(problem)]
+        candidates += [(a.code, a.correct) for a in state.attempts if a.scored]
+        for code, ok in candidates:
+            if code not in programs:
+                programs.append(code)
+                correct.append(ok)
+        return programs, correct, skip
+
+    def _tester_step(self, action: str) -> Outcome:
+        problem, state = self.task, self.state
+        parsed = parse_tests(action, style=problem.style, max_tests=self.max_tests)
+        base = {
+            "num_tests": len(parsed.tests),
+            "skipped_tests": parsed.skipped,
+            "tests_problem": parsed.problem,
+        }
+        if parsed.problem:
+            state.tests, state.test_valid, state.verdicts = (), [], []
+            terms = reward_terms(team=state.team, discrimination=0.0, validity=0.0, format=-1.0)
+            return Outcome(
+                {"tester": terms},
+                info={"tester": {**base, "test_valid": [], "test_rewards": [], "code_verdicts": []}},
+            )
+        programs, correct, skip = self._programs()
+        matrix = execute(problem, programs, parsed.tests, timeout=self.timeout)
+        infra = first_infra_error(matrix) or self._mutant_infra
+        if infra:
+            self._mutant_infra = ""
+            return Outcome(
+                {"tester": reward_terms(team=state.team, discrimination=0.0, validity=0.0, format=0.0)},
+                info={"tester": base},
+                infra_error=infra,
+            )
+        passes = [[v.passed for v in row] for row in matrix[skip:]]
+        flags = correct[skip:]
+        test_rewards = cure_test_rewards(passes, flags)
+        valid = validity(passes, flags)
+        invalid_share = sum(v is False for v in valid) / len(valid)
+        state.tests, state.test_valid = parsed.tests, valid
+        state.verdicts = list(matrix[0]) if state.code else []
+        terms = reward_terms(
+            team=state.team,
+            discrimination=sum(test_rewards) / len(test_rewards),
+            validity=-invalid_share,
+            format=0.0,
+        )
+        info = {
+            **base,
+            "test_valid": valid,
+            "test_rewards": test_rewards,
+            "kill_rate": suite_kill_rate(passes, flags, valid),
+            **precision(passes, flags, valid),
+            "code_verdicts": [v.passed for v in state.verdicts],
+            "num_correct_programs": sum(flags),
+            "num_wrong_programs": len(flags) - sum(flags),
+        }
+        return Outcome({"tester": terms}, info={"tester": info})
+
+    # ------------------------------------------------------------------ episode summary, policies
+    def _is_success(self) -> bool:
+        return self.state.team == 1.0
+
+    def _episode_extras(self) -> dict[str, object]:
+        return {
+            "final_pass_rate": self.state.team,
+            "passed_generated_tests": self.state.passed_tests,
+            "num_attempts": len(self.state.attempts),
+        }
+
+    def _scripted_policies(self) -> dict[str, dict[str, Callable[[], Policy]]]:
+        return {
+            "coder": {
+                "oracle": lambda: policies.oracle_coder(self),
+                "buggy": lambda: policies.buggy_coder(self),
+            },
+            "tester": {
+                "oracle": lambda: policies.oracle_tester(self),
+                "lazy": lambda: policies.lazy_tester(self),
+            },
+        }
