@@ -56,11 +56,19 @@ def check_env(
         env_kwargs: keyword arguments for ``teamgym.make`` when ``env`` is an id.
     """
     make_aec, make_par = _factories(env, dict(env_kwargs or {}))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # PettingZoo warns that text observations are not numpy arrays
-        api_test(make_aec(), num_cycles=api_cycles)
-        parallel_api_test(make_par(), num_cycles=api_cycles)
-        seed_test(make_aec, num_cycles=api_cycles)
+    for name, run in (
+        ("api_test", lambda: api_test(make_aec(), num_cycles=api_cycles)),
+        ("parallel_api_test", lambda: parallel_api_test(make_par(), num_cycles=api_cycles)),
+        ("seed_test", lambda: seed_test(make_aec, num_cycles=api_cycles)),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PettingZoo warns that text observations are not numpy arrays
+            try:
+                run()
+            except AssertionError:
+                raise
+            except Exception as err:
+                raise AssertionError(f"PettingZoo's {name} raised {type(err).__name__}: {err}") from err
     _check_misuse(make_aec())
     _check_garbage(make_aec, num_garbage, seed)
     _check_snapshots(make_aec, seed)

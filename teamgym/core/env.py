@@ -237,6 +237,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self._cumulative_terms = {a: zero_terms() for a in self.agents}
+        self._episode_terms = {a: zero_terms() for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
         self._skip_agent_selection = None
@@ -265,6 +266,8 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         outcome = self._apply_action(agent, text)
         terms = {a: dict(outcome.terms.get(a, zero_terms())) for a in self.agents}
         self.history.append(TurnRecord(agent, self.turn, text, terms[agent]))
+        # Every agent's terms, not only the actor's: a step may reward others too (the summary must count them).
+        self._episode_terms = {a: add_terms(self._episode_terms[a], terms[a]) for a in self.agents}
         self.num_steps += 1
 
         next_agent = self._select_next(agent)
@@ -294,7 +297,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self._require_reset("render")
         lines = [self._render_header()]
         lines += [self._render_record(record) for record in self.history]
-        if self.agents and all(self.terminations[a] or self.truncations[a] for a in self.agents):
+        if not self.agents or all(self.terminations[a] or self.truncations[a] for a in self.agents):
             lines.append(self._render_footer())
         text = "\n".join(lines)
         if self.render_mode == "human":
@@ -318,6 +321,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
             "rewards": self.rewards,
             "_cumulative_rewards": self._cumulative_rewards,
             "_cumulative_terms": self._cumulative_terms,
+            "_episode_terms": self._episode_terms,
             "terminations": self.terminations,
             "truncations": self.truncations,
             "infos": self.infos,
@@ -414,11 +418,8 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
             self.infos[a] = info
 
     def _episode_summary(self) -> dict[str, Any]:
-        returns = {a: 0.0 for a in self.possible_agents}
-        team = {a: 0.0 for a in self.possible_agents}
-        for record in self.history:
-            returns[record.agent] += mix(record.terms, self.alpha[record.agent])
-            team[record.agent] += record.terms["team"]
+        returns = {a: mix(self._episode_terms[a], self.alpha[a]) for a in self.possible_agents}
+        team = {a: self._episode_terms[a]["team"] for a in self.possible_agents}
         summary = {
             "task_id": self.task_id,
             "turns": len({record.turn for record in self.history}),

@@ -1,0 +1,154 @@
+"""The ``teamgym`` command line: ``list``, ``play`` and ``train``.
+
+::
+
+    teamgym list                                     # ids, agents, one-line descriptions
+    teamgym play coder_tester-v0                     # you type every agent's completion
+    teamgym play coder_tester-v0 --agent tester=scripted --seed 3
+    teamgym play plan_path-v0 --agent all=scripted   # watch the scripted team play
+    teamgym train --env plan_path-v0 --algo at_grpo --steps 20 --output-dir runs/demo
+
+In ``play``, end a completion with a line holding a single ``.`` (or end of input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from teamgym.core.env import Policy, TurnBasedTextEnv
+from teamgym.errors import InvalidArgumentError, TeamGymError
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``teamgym`` console script; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except TeamGymError as err:
+        print(f"teamgym: error: {err}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="teamgym", description="Environments and training for teams of LLM agents.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    listing = commands.add_parser("list", help="list the registered envs")
+    listing.set_defaults(run=_list)
+
+    play = commands.add_parser("play", help="play an env by hand, optionally with scripted partners")
+    play.add_argument("env_id", help="a registered env id, e.g. coder_tester-v0")
+    play.add_argument("--agent", action="append", default=[], metavar="ROLE=scripted[:NAME]",
+                      help="let a scripted policy play ROLE ('all' for every role); repeatable")
+    play.add_argument("--seed", type=int, default=0, help="episode seed (default 0)")
+    play.add_argument("--task-id", default=None, help="play this task (reset option task_id)")
+    play.set_defaults(run=_play)
+
+    train = commands.add_parser("train", help="train a team with an advantage estimator (see docs/training.md)")
+    try:
+        from teamgym.train import cli as train_cli
+    except ImportError:
+        train_cli = None
+    if train_cli is not None:
+        train_cli.add_arguments(train)
+        train.set_defaults(run=train_cli.run)
+    else:
+        train.set_defaults(run=lambda args: _unavailable("train"))
+    return parser
+
+
+def _unavailable(command: str) -> int:
+    print(f"teamgym: '{command}' is not available in this installation", file=sys.stderr)
+    return 2
+
+
+def _list(args: argparse.Namespace) -> int:
+    from teamgym.registry import pprint_registry
+
+    pprint_registry()
+    return 0
+
+
+def _play(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    from teamgym.registry import make
+
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    env = make(args.env_id, render_mode="ansi")
+    base = env.unwrapped
+    env.reset(seed=args.seed, options=None if args.task_id is None else {"task_id": _task_id(base, args.task_id)})
+    policies = _scripted(base, args.agent)
+    print(f"# playing {args.env_id}, seed {args.seed}", file=stdout)
+    shown = 0
+    for agent in env.agent_iter():
+        observation, _, terminated, truncated, info = env.last()
+        if terminated or truncated:
+            env.step(None)
+            continue
+        if agent in policies:
+            action = policies[agent](observation)
+        else:
+            print(f"\n##### {agent} (turn {observation['turn']}) sees:\n{observation['prompt']}", file=stdout)
+            print(f"##### type {agent}'s completion, end with a line holding a single '.':", file=stdout)
+            action = _read_completion(stdin)
+        env.step(action)
+        transcript = env.render() or ""
+        new = transcript.splitlines()[shown:]
+        shown += len(new)
+        print("\n".join(new), file=stdout)
+    final = env.render() or ""
+    tail = final.splitlines()[shown:]
+    if tail:
+        print("\n".join(tail), file=stdout)
+    env.close()
+    return 0
+
+
+def _task_id(env: TurnBasedTextEnv, raw: str) -> object:
+    """The task id a user typed: ints for procedural envs; for datasets, the id as typed, or as an int if that is one."""
+    known = env.task_ids()
+    if known is None:
+        try:
+            return int(raw)
+        except ValueError:
+            raise InvalidArgumentError(f"--task-id {raw!r}: this env's tasks are numbered, pass an integer") from None
+    if raw not in set(known) and raw.lstrip("-").isdigit() and int(raw) in set(known):
+        return int(raw)
+    return raw
+
+
+def _scripted(env: TurnBasedTextEnv, specs: Sequence[str]) -> dict[str, Policy]:
+    available = env.scripted_policies() if isinstance(env, TurnBasedTextEnv) else {}
+    policies: dict[str, Policy] = {}
+    for spec in specs:
+        role, sep, choice = spec.partition("=")
+        kind, _, name = choice.partition(":")
+        if not sep or kind != "scripted":
+            raise InvalidArgumentError(f"--agent {spec!r}: expected ROLE=scripted or ROLE=scripted:NAME")
+        roles = list(available) if role == "all" else [role]
+        for r in roles:
+            if r not in available:
+                raise InvalidArgumentError(
+                    f"--agent {spec!r}: no scripted policy for role {r!r}; roles with one: {sorted(available)}"
+                )
+            policies[r] = env.scripted_policy(r, name or None)
+    return policies
+
+
+def _read_completion(stdin: TextIO) -> str:
+    lines = []
+    for line in stdin:
+        if line.rstrip("\r\n") == ".":
+            break
+        lines.append(line)
+    return "".join(lines).rstrip("\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
