@@ -234,6 +234,8 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self.turn = 0
         self.num_steps = 0
         self.history: list[TurnRecord] = []
+        # Every agent's terms summed over the episode, including terms given to agents other than the actor.
+        self._episode_terms = {a: zero_terms() for a in self.agents}
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self._cumulative_terms = {a: zero_terms() for a in self.agents}
@@ -266,8 +268,8 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         outcome = self._apply_action(agent, text)
         terms = {a: dict(outcome.terms.get(a, zero_terms())) for a in self.agents}
         self.history.append(TurnRecord(agent, self.turn, text, terms[agent]))
-        # Every agent's terms, not only the actor's: a step may reward others too (the summary must count them).
-        self._episode_terms = {a: add_terms(self._episode_terms[a], terms[a]) for a in self.agents}
+        for a in self.agents:
+            self._episode_terms[a] = add_terms(self._episode_terms[a], terms[a])
         self.num_steps += 1
 
         next_agent = self._select_next(agent)
@@ -318,6 +320,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
             "turn": self.turn,
             "num_steps": self.num_steps,
             "history": self.history,
+            "_episode_terms": self._episode_terms,
             "rewards": self.rewards,
             "_cumulative_rewards": self._cumulative_rewards,
             "_cumulative_terms": self._cumulative_terms,
@@ -418,8 +421,8 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
             self.infos[a] = info
 
     def _episode_summary(self) -> dict[str, Any]:
-        returns = {a: mix(self._episode_terms[a], self.alpha[a]) for a in self.possible_agents}
-        team = {a: self._episode_terms[a]["team"] for a in self.possible_agents}
+        returns = {a: mix(self._episode_terms.get(a, zero_terms()), self.alpha[a]) for a in self.possible_agents}
+        team = {a: self._episode_terms.get(a, zero_terms())["team"] for a in self.possible_agents}
         summary = {
             "task_id": self.task_id,
             "turns": len({record.turn for record in self.history}),
