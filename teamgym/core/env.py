@@ -239,7 +239,6 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self._cumulative_terms = {a: zero_terms() for a in self.agents}
-        self._episode_terms = {a: zero_terms() for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
         self._skip_agent_selection = None
@@ -324,7 +323,6 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
             "rewards": self.rewards,
             "_cumulative_rewards": self._cumulative_rewards,
             "_cumulative_terms": self._cumulative_terms,
-            "_episode_terms": self._episode_terms,
             "terminations": self.terminations,
             "truncations": self.truncations,
             "infos": self.infos,
