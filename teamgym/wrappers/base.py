@@ -98,8 +98,7 @@ class RewardWrapper(TextEnvWrapper):
 
     Every agent's ``infos[agent]`` is the wrapped layer's, with ``reward_terms`` and
     ``cumulative_reward_terms`` replaced by this wrapper's, and the episode summary's ``returns`` recomputed
-    with this wrapper's rewards (the acting agent's reward at each of its own steps, as the base env counts
-    them).
+    with this wrapper's rewards (every reward the agent received in the episode, as the base env counts them).
     """
 
     def __init__(self, env: AECEnv):
@@ -164,7 +163,7 @@ class RewardWrapper(TextEnvWrapper):
             self.rewards[a] = self._reward(a, terms[a], float(self.env.rewards[a]), deltas.get(a, 0.0))
             self._cumulative_rewards[a] = self._cumulative_rewards.get(a, 0.0) + self.rewards[a]
             self._cumulative_terms[a] = add_terms(self._cumulative_terms.get(a, zero_terms()), terms[a])
-        self._returns[agent] = self._returns.get(agent, 0.0) + self.rewards[agent]
+            self._returns[a] = self._returns.get(a, 0.0) + self.rewards[a]
         self.infos = {a: self._info(a, terms[a]) for a in agents}
         if agents and all(self.env.terminations[a] or self.env.truncations[a] for a in agents):
             self._episode_end()

@@ -106,8 +106,9 @@ class TurnLimit(TextEnvWrapper):
         self.env.step(action)
         if not live:
             return
-        self._returns[agent] = self._returns.get(agent, 0.0) + float(self.env.rewards[agent])
         agents = list(self.env.agents)
+        for a in agents:
+            self._returns[a] = self._returns.get(a, 0.0) + float(self.env.rewards[a])
         running = agents and not any(self.env.terminations[a] or self.env.truncations[a] for a in agents)
         if running and self.env.infos[agent]["turn"] >= self.max_turns:
             self._truncate(agents)

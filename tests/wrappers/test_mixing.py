@@ -12,7 +12,7 @@ from teamgym.testing import check_env, play_episode
 from teamgym.wrappers import RewardMixing, team_return
 from tests.support.relay_env import RelayEnv
 from tests.support.tally_env import TallyEnv
-from tests.wrappers.envs import FACTORIES, TEST_ENVS
+from tests.wrappers.envs import FACTORIES, TEST_ENVS, env_params
 
 
 def _cycle(actions):
@@ -20,7 +20,7 @@ def _cycle(actions):
     return lambda agent, observation, info: next(stream)
 
 
-@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("name", env_params())
 def test_check_env_static_and_adaptive(name):
     make = FACTORIES[name]
     agents = make().possible_agents

@@ -12,7 +12,7 @@ from teamgym.testing import check_env, play_episode
 from teamgym.wrappers import RECORD_KEYS, ProcessReward, Recorder, RewardMixing, load_records, to_batch
 from tests.support.relay_env import RelayEnv
 from tests.support.tally_env import TallyEnv
-from tests.wrappers.envs import FACTORIES
+from tests.wrappers.envs import FACTORIES, env_params
 
 
 def _cycle(actions):
@@ -20,13 +20,13 @@ def _cycle(actions):
     return lambda agent, observation, info: next(stream)
 
 
-@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("name", env_params())
 def test_check_env(name, tmp_path):
     check_env(lambda: Recorder(FACTORIES[name](), tmp_path / "turns.jsonl"), num_garbage=150, api_cycles=10)
     assert load_records(tmp_path / "turns.jsonl")
 
 
-@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("name", env_params(default=("discussion-v0", "math_tool-v0")))
 def test_one_record_per_agent_turn(name, tmp_path):
     env = Recorder(FACTORIES[name](), tmp_path / "t.jsonl")
     rows = play_episode(env, _cycle(["3 apple", "river", "9"]), seed=2)

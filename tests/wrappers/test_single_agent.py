@@ -9,7 +9,7 @@ from teamgym.errors import EnvStateError, InvalidArgumentError
 from teamgym.wrappers import ProcessReward, RewardMixing, SingleAgentView, TurnLimit
 from tests.support.relay_env import RelayEnv
 from tests.support.tally_env import TallyEnv
-from tests.wrappers.envs import FACTORIES
+from tests.wrappers.envs import DEFAULT_REGISTERED, FACTORIES, TEST_ENVS
 
 
 def _partners(env, agent):
@@ -18,9 +18,10 @@ def _partners(env, agent):
 
 
 def _cases():
-    for name, make in sorted(FACTORIES.items()):
+    for name, make in FACTORIES.items():
+        marks = () if name in TEST_ENVS or name in DEFAULT_REGISTERED else (pytest.mark.slow,)
         for agent in make().possible_agents:
-            yield name, agent
+            yield pytest.param(name, agent, marks=marks)
 
 
 @pytest.mark.parametrize("name,agent", list(_cases()))

@@ -7,7 +7,7 @@ from teamgym.testing import check_env, play_episode
 from teamgym.wrappers import RewardMixing, TurnLimit
 from tests.support.relay_env import RelayEnv
 from tests.support.tally_env import TallyEnv
-from tests.wrappers.envs import FACTORIES
+from tests.wrappers.envs import FACTORIES, env_params
 
 
 def _cycle(actions):
@@ -15,7 +15,7 @@ def _cycle(actions):
     return lambda agent, observation, info: next(stream)
 
 
-@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("name", env_params())
 @pytest.mark.parametrize("max_turns", [1, 2])
 def test_check_env(name, max_turns):
     check_env(lambda: TurnLimit(FACTORIES[name](), max_turns), num_garbage=150, api_cycles=10)
