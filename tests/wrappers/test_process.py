@@ -15,7 +15,7 @@ from teamgym.wrappers import (
 )
 from tests.support.relay_env import RelayEnv
 from tests.support.tally_env import TallyEnv
-from tests.wrappers.envs import FACTORIES, TEST_ENVS, env_params
+from tests.wrappers.envs import FACTORIES, REGISTERED, TEST_ENVS, env_params
 
 
 def _cycle(actions):
@@ -224,3 +224,23 @@ def test_monte_carlo_bad_arguments_raise(kwargs):
     args = {"policy": lambda obs: "", **kwargs}
     with pytest.raises(InvalidArgumentError):
         MonteCarloScorer(**args)
+
+
+@pytest.mark.parametrize("env_id", [n for n in ("plan_path-v0", "sudoku-v0") if n in REGISTERED])
+@pytest.mark.parametrize("planner", ["oracle", "random"])
+def test_planning_envs_report_the_progress_signal(env_id, planner):
+    env = ProcessReward(REGISTERED[env_id](), EnvProgressScorer())
+    base = env.unwrapped
+    policies = {"tool": base.scripted_policy("tool"), "planner": base.scripted_policy("planner", planner)}
+    env.reset(seed=1)
+    total, last = 0.0, 0.0
+    while env.agents:
+        agent = env.agent_selection
+        if env.terminations[agent] or env.truncations[agent]:
+            env.step(None)
+            continue
+        env.step(policies[agent](env.observe(agent)))
+        total += env.infos[agent]["process_score"]
+        last = env.infos[agent]["progress"]
+        assert 0.0 <= last <= 1.0
+    assert total == pytest.approx(last)  # the deltas add up to the progress made
