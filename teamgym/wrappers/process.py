@@ -65,8 +65,8 @@ class StepScorer:
         raise NotImplementedError
 
     def __call__(self, env: AECEnv, agent: str, action: str) -> float:
-        """Score a step from the plain-scorer arguments (prompt unknown: the empty string)."""
-        return self.score_step(ProcessStep(env, agent, action, "", dict(env.infos.get(agent, {}))))
+        """Score a step from the plain-scorer arguments (the prompt and the info before it: empty)."""
+        return self.score_step(ProcessStep(env, agent, action, "", {}))
 
 
 class ProcessReward(RewardWrapper):
