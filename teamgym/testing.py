@@ -132,7 +132,7 @@ def _factories(env: str | EnvFactory, kwargs: dict[str, Any]) -> tuple[EnvFactor
 
     def make_par() -> ParallelEnv:
         aec = env()
-        if isinstance(aec, TurnBasedTextEnv):
+        if isinstance(aec.unwrapped, TurnBasedTextEnv):  # wrappers of a teamgym env keep its turn semantics
             return TurnParallelEnv(aec)
         from pettingzoo.utils.conversions import aec_to_parallel
 
@@ -142,7 +142,8 @@ def _factories(env: str | EnvFactory, kwargs: dict[str, Any]) -> tuple[EnvFactor
 
 
 def _alpha(env: AECEnv, agent: str) -> float:
-    alpha = getattr(env.unwrapped, "alpha", 1.0)
+    # The outermost alpha: a mixing wrapper defines its own; BaseWrapper forwards to the first layer with one.
+    alpha = getattr(env, "alpha", 1.0)
     return float(alpha[agent]) if isinstance(alpha, Mapping) else float(alpha)
 
 

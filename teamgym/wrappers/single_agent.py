@@ -1,0 +1,180 @@
+"""``SingleAgentView``: one role of a teamgym env as a ``gymnasium.Env``, its partners played by given
+policies.
+
+Single-agent RL libraries (TRL-style trainers, Stable-Baselines-like loops, Tianshou) take a
+``gymnasium.Env``. This view exposes one agent of any teamgym env: ``reset`` plays the partners until it is
+the agent's turn, ``step(action)`` applies the agent's completion, then plays the partners until it is the
+agent's turn again or the episode ends. The reward is the agent's cumulative reward since its last action
+(what PettingZoo's ``last()`` hands it: its own step's reward plus what it received at its partners' steps);
+``info`` is the agent's ``infos`` entry. Observation and action spaces are the agent's. Passes
+``gymnasium.utils.env_checker.check_env``.
+
+If the partners end an episode before the agent's first turn (possible with env-chosen order), ``reset``
+starts another one (unseeded, so the env's RNG carries on from the seed: still deterministic), up to
+``max_resets`` times; ``info["skipped_episodes"]`` counts them.
+
+>>> from tests.support.relay_env import RelayEnv
+>>> base = RelayEnv()
+>>> env = SingleAgentView(base, "listener", partners={"speaker": base.scripted_policy("speaker")})
+>>> observation, info = env.reset(seed=0, options={"task_id": "apple"})
+>>> observation["prompt"].splitlines()[-2]
+'The speaker said: The word is apple'
+>>> env.step("apple")[1:4]
+(1.0, True, False)
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium
+from pettingzoo import AECEnv
+
+from teamgym.core.env import Policy
+from teamgym.errors import EnvStateError, InvalidArgumentError
+
+__all__ = ["SingleAgentView"]
+
+
+class SingleAgentView(gymnasium.Env):
+    """A ``gymnasium.Env`` for ``agent`` of a multi-agent text env; ``partners`` play every other agent.
+
+    Args:
+        env: a teamgym env or wrapper (PettingZoo ``AECEnv``).
+        agent: the agent this view plays.
+        partners: ``{agent: policy}`` with ``policy(observation) -> str`` for every other agent.
+        max_partner_steps: partner steps at most between two of the agent's turns (guards against an env that
+            never hands the turn back).
+        max_resets: episodes ``reset`` may start before one gives the agent a turn.
+
+    Example:
+        >>> from tests.support.tally_env import TallyEnv
+        >>> partners = {"bob": lambda observation: "1", "carol": lambda observation: "1"}
+        >>> env = SingleAgentView(TallyEnv(), "alice", partners)
+        >>> observation, info = env.reset(seed=0, options={"task_id": 0})
+        >>> observation["prompt"]
+        'You are alice. Write one digit.\\n\\nTarget 10, total so far 0.'
+        >>> observation, reward, terminated, truncated, info = env.step("5")  # carol adds 1: alice's turn
+        >>> reward, terminated, observation["prompt"][-15:]
+        (0.0, False, 'total so far 6.')
+        >>> observation, reward, terminated, truncated, info = env.step("4")
+        >>> reward, terminated
+        (1.0, True)
+    """
+
+    def __init__(
+        self,
+        env: AECEnv,
+        agent: str,
+        partners: Mapping[str, Policy],
+        *,
+        max_partner_steps: int = 10_000,
+        max_resets: int = 100,
+    ):
+        if not isinstance(env, AECEnv):
+            raise InvalidArgumentError(
+                f"SingleAgentView(env={type(env).__name__}): expected a PettingZoo AECEnv, e.g. "
+                "teamgym.make(...)"
+            )
+        agents = list(env.possible_agents)
+        if agent not in agents:
+            raise InvalidArgumentError(
+                f"SingleAgentView agent={agent!r}: expected one of the env's agents {agents}"
+            )
+        others = [a for a in agents if a != agent]
+        missing = [a for a in others if a not in partners]
+        unknown = sorted(set(partners) - set(others))
+        if missing or unknown:
+            raise InvalidArgumentError(
+                f"SingleAgentView partners for {sorted(partners)}: give exactly one policy per other "
+                f"agent {others} (missing {missing}, unexpected {unknown}); "
+                "e.g. env.unwrapped.scripted_policy(role)"
+            )
+        if not all(callable(policy) for policy in partners.values()):
+            raise InvalidArgumentError(
+                "SingleAgentView partners: every policy must be callable policy(obs) -> str"
+            )
+        self.env = env
+        self.agent = agent
+        self.partners = dict(partners)
+        self.max_partner_steps = max_partner_steps
+        self.max_resets = max_resets
+        self.observation_space = env.observation_space(agent)
+        self.action_space = env.action_space(agent)
+        self.render_mode = getattr(env, "render_mode", None)
+        self.metadata = {"render_modes": list(getattr(env, "metadata", {}).get("render_modes", []))}
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset the env, play the partners until the agent's turn; returns ``(observation, info)``."""
+        super().reset(seed=seed)
+        self.env.reset(seed=seed, options=options)
+        self._play_partners()
+        skipped = 0
+        while not self._agent_live():
+            if skipped >= self.max_resets:
+                raise EnvStateError(
+                    f"the partners ended {skipped + 1} episodes in a row before {self.agent!r} had a turn: "
+                    "give partners that leave it a turn, or raise max_resets"
+                )
+            skipped += 1
+            self.env.reset(options=options)
+            self._play_partners()
+        info = self._info()
+        if skipped:
+            info["skipped_episodes"] = skipped
+        return self._observation(), copy.deepcopy(info)
+
+    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Apply the agent's completion, play the partners; returns Gymnasium's 5-tuple."""
+        if not self._agent_live():
+            raise EnvStateError(
+                f"SingleAgentView.step for {self.agent!r}, whose episode is over (or before reset): call "
+                "reset()"
+            )
+        self.env.step(action)
+        self._play_partners()
+        reward = float(self.env._cumulative_rewards.get(self.agent, 0.0))
+        terminated = bool(self.env.terminations.get(self.agent, True))
+        truncated = bool(self.env.truncations.get(self.agent, False)) and not terminated
+        return self._observation(), reward, terminated, truncated, copy.deepcopy(self._info())
+
+    def render(self) -> Any:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+    def _agent_live(self) -> bool:
+        env = self.env
+        return (
+            getattr(env, "agent_selection", None) == self.agent
+            and self.agent in env.agents
+            and not (env.terminations[self.agent] or env.truncations[self.agent])
+        )
+
+    def _play_partners(self) -> None:
+        env = self.env
+        for _ in range(self.max_partner_steps):
+            if self.agent not in env.agents or env.terminations[self.agent] or env.truncations[self.agent]:
+                return
+            current = env.agent_selection
+            if current == self.agent:
+                return
+            if env.terminations[current] or env.truncations[current]:
+                env.step(None)
+            else:
+                env.step(self.partners[current](env.observe(current)))
+        raise EnvStateError(
+            f"the partners of {self.agent!r} took {self.max_partner_steps} steps without handing it "
+            "the turn: raise max_partner_steps or check the env's turn order"
+        )
+
+    def _observation(self) -> Any:
+        return copy.deepcopy(self.env.observe(self.agent))
+
+    def _info(self) -> dict[str, Any]:
+        return dict(self.env.infos.get(self.agent, {}))
