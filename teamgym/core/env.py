@@ -31,6 +31,7 @@ key                        meaning
 ``messages``               the agent's prompt in chat format: ``[{"role": "system", ...}, {"role": "user", ...}]``
 ``turn``, ``task_id``      the round index and the task's id
 ``action_flags``           (acting agent) what was done to its action: ``sanitized``, ``clipped``
+``progress``               (envs that report it) how far the team is towards solving the task, in [0, 1]
 ``infra_error``            present and non-empty when the env's infrastructure (the sandbox) failed in this step:
                            the sample is not the model's fault, and a trainer should drop it
 ``episode``                (at the end) ``{"task_id", "turns", "steps", "returns", "success", ...}``
@@ -179,6 +180,14 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
     def _is_success(self) -> bool:
         """Whether the episode so far counts as solved (reported in the episode summary)."""
         return False
+
+    def _team_progress(self) -> float | None:
+        """How far the team is towards solving the task, in [0, 1], or ``None`` if the env does not say.
+
+        Reported as ``infos[agent]["progress"]`` for every agent after every step (process-reward wrappers read
+        it); an env may instead, or also, set ``progress`` per agent through ``Outcome.info``, which wins.
+        """
+        return None
 
     def _episode_extras(self) -> dict[str, Any]:
         """Env-specific entries for the episode summary (numbers, strings, bools)."""
@@ -402,6 +411,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self.infos = {}
         finished = all(self.terminations[a] or self.truncations[a] for a in self.agents)
         summary = self._episode_summary() if finished else None
+        progress = self._team_progress()
         for a in self.agents:
             system = self._system_prompt(a)
             user = self._user_prompt(a)
@@ -415,6 +425,8 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
                 "turn": min(self.turn, self.max_turns),
                 "task_id": self.task_id,
             }
+            if progress is not None:
+                info["progress"] = progress
             info.update(extra.get(a, {}))
             if summary is not None:
                 info["episode"] = summary

@@ -190,6 +190,10 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         self.mutants(task)
         return EpisodeState()
 
+    def _team_progress(self) -> float:
+        """The share of ground-truth tests the current code passes (the ``team`` term)."""
+        return self.state.team
+
     def golden(self, problem: Problem) -> str | None:
         """The golden solution, formatted as the mutants are (``ast.unparse``), or ``None``."""
         if problem.solution is None:

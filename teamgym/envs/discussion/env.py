@@ -222,6 +222,13 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
     def _is_success(self) -> bool:
         return len(self.state.majority) > self.rounds and is_equivalent(self.state.majority[-1], self.task.answer)
 
+    def _team_progress(self) -> float:
+        """The share of agents whose latest answer is correct."""
+        latest: dict[str, bool] = {}
+        for round_correct in self.state.correct:
+            latest.update(round_correct)
+        return sum(latest.values()) / len(self.possible_agents)
+
     def _episode_extras(self) -> dict[str, Any]:
         final = self.state.majority[-1] if len(self.state.majority) > self.rounds else None
         last = self.state.correct[-1] if self.state.correct else {}

@@ -239,6 +239,10 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
     def _is_success(self) -> bool:
         return self.state.correct
 
+    def _team_progress(self) -> float:
+        """1.0 once the reasoner's current answer is correct, else 0.0."""
+        return float(self.state.correct)
+
     def _episode_extras(self) -> dict[str, Any]:
         return {"final_correct": self.state.correct, "agreed": self.state.agreed, "family": self.task.family,
                 "difficulty": self.task.difficulty, "answer": self.task.answer,
