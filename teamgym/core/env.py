@@ -410,7 +410,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self._prompts = {}
         self.infos = {}
         finished = all(self.terminations[a] or self.truncations[a] for a in self.agents)
-        summary = self._episode_summary() if finished else None
+        summary = self.episode_summary() if finished else None
         progress = self._team_progress()
         for a in self.agents:
             system = self._system_prompt(a)
@@ -432,7 +432,9 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
                 info["episode"] = summary
             self.infos[a] = info
 
-    def _episode_summary(self) -> dict[str, Any]:
+    def episode_summary(self) -> dict[str, Any]:
+        """The episode so far: task id, turns, steps, returns and team returns per agent, success, truncation,
+        and the env's own extras (the same dict the last step puts in ``infos[agent]["episode"]``)."""
         returns = {a: mix(self._episode_terms.get(a, zero_terms()), self.alpha[a]) for a in self.possible_agents}
         team = {a: self._episode_terms.get(a, zero_terms())["team"] for a in self.possible_agents}
         summary = {
@@ -464,7 +466,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         return f"--- turn {record.turn} | {record.agent} | {terms}\n{clip_text(record.action, 2000)}"
 
     def _render_footer(self) -> str:
-        summary = self._episode_summary()
+        summary = self.episode_summary()
         returns = ", ".join(f"{a}={r:+.3f}" for a, r in summary["returns"].items())
         return f"=== end: success={summary['success']} | steps={summary['steps']} | returns: {returns} ==="
 

@@ -128,7 +128,7 @@ class TurnLimit(TextEnvWrapper):
     def _summary(self) -> dict[str, Any]:
         base = self.unwrapped
         # The base env's summary (task, turns, steps, success, its own extras), read, never changed.
-        summary_of = getattr(base, "_episode_summary", None)
+        summary_of = getattr(base, "episode_summary", None)
         summary = dict(summary_of()) if callable(summary_of) else {}
         summary.setdefault("task_id", getattr(base, "task_id", None))
         summary.setdefault("steps", getattr(base, "num_steps", 0))
