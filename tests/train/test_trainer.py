@@ -19,7 +19,14 @@ from teamgym.train import TrainConfig, train
 from teamgym.train.checkpoint import list_checkpoints, load_latest_checkpoint
 from teamgym.train.metrics import read_metrics
 
-if "relay-v0" not in teamgym.list_envs():
+
+
+@pytest.fixture(autouse=True)
+def relay_registered(monkeypatch):
+    """relay-v0 for this module's tests only (a copy of the registry, restored afterwards)."""
+    from teamgym import registry
+
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
     teamgym.register("relay-v0", "tests.support.relay_env:RelayEnv")
 
 ROOT = Path(__file__).resolve().parents[2]
