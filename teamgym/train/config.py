@@ -8,6 +8,8 @@ KL, one epoch) unless a field says otherwise.
 
 from __future__ import annotations
 
+import math
+
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -62,6 +64,13 @@ class TrainConfig:
         entropy_coef: entropy bonus weight (0 = none).
         max_grad_norm: gradient clipping norm.
         drop_zero_variance: DAPO dynamic sampling: drop groups whose rewards are all equal (they carry no gradient).
+        alpha_mixer: the team/local weight of the rewards the advantages are computed from. ``"env"`` (default):
+            the env's own rewards (its ``alpha``, 1.0 as AT-GRPO unless ``env_kwargs`` sets it); ``"static"``:
+            ``alpha * team + local`` with the ``alpha`` field for every agent; ``"bandit"``: ``BanditAlpha``
+            (EXP3 per agent over {0, 0.5, 1, 2}, scored by the batch's mean team term, gap 3). The alphas used are
+            logged as ``alpha/<agent>`` in metrics.jsonl and the mixer's state is saved in checkpoints. The tree
+            still advances on the env's rewards.
+        alpha: the weight of the team term for ``alpha_mixer="static"``.
         sft_steps: warm-start SFT steps on the preset's scripted demonstrations before RL (0 = none).
         sft_lr: SFT learning rate.
         sft_batch_size: demonstrations per SFT step.
@@ -117,6 +126,8 @@ class TrainConfig:
     entropy_coef: float = 0.0
     max_grad_norm: float = 1.0
     drop_zero_variance: bool = False
+    alpha_mixer: str = "env"
+    alpha: float = 1.0
     sft_steps: int = 300
     sft_lr: float = 3e-3
     sft_batch_size: int = 32
@@ -152,6 +163,9 @@ class TrainConfig:
         if self.dual_clip is not None and not (isinstance(self.dual_clip, (int, float)) and self.dual_clip > 1):
             raise InvalidArgumentError(f"dual_clip={self.dual_clip!r}: expected a float > 1 (AT-GRPO: 3.0) or None")
         _check_choice("strategy", self.strategy, ("greedy", "top_m", "adaptive"))
+        _check_choice("alpha_mixer", self.alpha_mixer, ("env", "static", "bandit"))
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not math.isfinite(self.alpha):
+            raise InvalidArgumentError(f"alpha={self.alpha!r}: expected a finite float (1.0 = AT-GRPO's mixing)")
         _check_choice("prompt_format", self.prompt_format, ("compact", "env"))
         _check_choice("generator", self.generator, ("hf", "vllm"))
         if self.generator == "vllm" and self.model == "tiny":

@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 import teamgym
-from teamgym.algos import dynamic_sampling_mask, informative_groups_per_1000
+from teamgym.algos import AlphaMixer, BanditAlpha, StaticAlpha, dynamic_sampling_mask, informative_groups_per_1000
+from teamgym.core.rewards import mix
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling
 from teamgym.rollout.hf import HFPolicy
@@ -80,6 +81,7 @@ class Trainer:
         self.engine = RolloutEngine(self._env_fn, self.generators, sampling=self.sampling, tree=self.tree,
                                     prompt_formatter=self.preset.prompt, env_workers=config.env_workers,
                                     seed=config.seed)
+        self.mixer = _make_mixer(config, self.roles)
         self.step = 0
         self.evals: dict[str, float] = {}
         self.sft_done = False
@@ -146,6 +148,7 @@ class Trainer:
             "optimizers": {n: self.optimizers[id(p)].state_dict() for n, p in named.items()},
             "policy_rng": {n: p.rng_state() for n, p in named.items()},
             "engine": self.engine.state_dict(),
+            "mixer": self.mixer.state_dict() if self.mixer is not None else None,
             "torch_rng": torch.get_rng_state(),
             "python_random": random.getstate(),
             "evals": dict(self.evals),
@@ -165,6 +168,8 @@ class Trainer:
             self.optimizers[id(policy)].load_state_dict(state["optimizers"][name])
             policy.set_rng_state(state["policy_rng"][name])
         self.engine.load_state_dict(state["engine"])
+        if self.mixer is not None and state.get("mixer") is not None:
+            self.mixer.load_state_dict(state["mixer"])
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_random"])
         self.step = int(state["step"])
@@ -303,6 +308,15 @@ class Trainer:
             batch.to_jsonl(self.output_dir / "batches" / f"step_{self.step:06d}.jsonl")
         usable = torch.tensor([not e for e in batch.infra_error], dtype=torch.bool)
         train_batch = batch.select(usable)
+        alphas = {}
+        if self.mixer is not None:
+            alphas = {agent: self.mixer.alpha_for(agent) for agent in self.roles}
+            train_batch.rewards = torch.tensor(
+                [mix(terms, alphas[agent]) for terms, agent in zip(train_batch.reward_terms, train_batch.agent)],
+                dtype=train_batch.rewards.dtype,
+            )
+            team = [terms["team"] for terms in train_batch.reward_terms]
+            self.mixer.update({"team_return": float(np.mean(team)) if team else 0.0})
         advantages = compute_advantages(c.algo, train_batch)
         if c.drop_zero_variance:
             keep = dynamic_sampling_mask(train_batch.rewards, train_batch.group_ids())
@@ -318,7 +332,9 @@ class Trainer:
         self._sync_generators()
         update_seconds = time.perf_counter() - update_tic
         seconds = time.perf_counter() - tic
-        return self._row(result, advantages, stats, seconds, update_seconds, int(usable.numel() - usable.sum()))
+        row = self._row(result, advantages, stats, seconds, update_seconds, int(usable.numel() - usable.sum()))
+        row.update({f"alpha/{agent}": value for agent, value in alphas.items()})
+        return row
 
     def _row(self, result: RolloutResult, advantages: torch.Tensor, stats: Any, seconds: float,
              update_seconds: float, dropped: int) -> dict[str, Any]:
@@ -382,6 +398,15 @@ def _dataset_split(env: Any, eval_tasks: int) -> tuple[list[Any], list[Any]] | N
             f"eval_tasks <= {len(ids) - 1}"
         )
     return (ids[: len(ids) - eval_tasks], ids[len(ids) - eval_tasks:]) if eval_tasks else (ids, [])
+
+
+def _make_mixer(config: TrainConfig, roles: list[str]) -> AlphaMixer | None:
+    """The reward mixer ``config.alpha_mixer`` names, or ``None`` to keep the env's own rewards."""
+    if config.alpha_mixer == "static":
+        return StaticAlpha(float(config.alpha))
+    if config.alpha_mixer == "bandit":
+        return BanditAlpha(roles, seed=config.seed)
+    return None
 
 
 def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:

@@ -161,3 +161,30 @@ def test_one_model_and_optimizer_per_role_with_its_own_lr(tmp_path):
     trainer.train()
     state = load_latest_checkpoint(config.output_dir)[1]
     assert set(state["models"]) == {"speaker", "listener"}
+
+
+def test_bandit_alpha_mixer_logs_alphas_and_resumes_exactly(tmp_path):
+    full = tiny(tmp_path, "full", alpha_mixer="bandit")
+    train(full)
+    rows = read_metrics(full.output_dir)
+    grid = {0.0, 0.5, 1.0, 2.0}
+    assert all(row[f"alpha/{agent}"] in grid for row in rows for agent in ("speaker", "listener"))
+    mixer_state = load_latest_checkpoint(full.output_dir)[1]["mixer"]
+    assert len(mixer_state["history"]) == 4  # one update per RL step
+    part = tiny(tmp_path, "part", alpha_mixer="bandit", steps=2)
+    train(part)
+    train(tiny(tmp_path, "part", alpha_mixer="bandit", steps=4), resume=True)
+    resumed = read_metrics(part.output_dir)
+    assert [r["alpha/speaker"] for r in resumed] == [r["alpha/speaker"] for r in rows]
+    assert load_latest_checkpoint(part.output_dir)[1]["mixer"] == mixer_state
+
+
+def test_static_alpha_mixer_reweights_the_team_term(tmp_path):
+    config = tiny(tmp_path, "static", alpha_mixer="static", alpha=0.0, steps=1)
+    train(config)
+    row = read_metrics(config.output_dir)[0]
+    assert row["alpha/speaker"] == 0.0 and row["alpha/listener"] == 0.0
+    with pytest.raises(InvalidArgumentError, match="alpha_mixer"):
+        tiny(tmp_path, "bad", alpha_mixer="learned")
+    with pytest.raises(InvalidArgumentError, match="alpha="):
+        tiny(tmp_path, "bad", alpha_mixer="static", alpha=float("nan"))
