@@ -8,9 +8,8 @@ KL, one epoch) unless a field says otherwise.
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any

@@ -25,4 +25,5 @@ def test_oracle_team_ends_at_full_progress_and_every_step_reports_it(env_id):
             value = info.get("progress")
             assert isinstance(value, float) and 0.0 <= value <= 1.0 and math.isfinite(value), (env_id, agent, value)
     final = rows[-1]["infos"]
-    assert all(info["progress"] == 1.0 for info in final.values()), (env_id, {a: i["progress"] for a, i in final.items()})
+    progress = {agent: info["progress"] for agent, info in final.items()}
+    assert all(value == 1.0 for value in progress.values()), (env_id, progress)

@@ -20,7 +20,6 @@ from teamgym.train.checkpoint import list_checkpoints, load_latest_checkpoint
 from teamgym.train.metrics import read_metrics
 
 
-
 @pytest.fixture(autouse=True)
 def relay_registered(monkeypatch):
     """relay-v0 for this module's tests only (a copy of the registry, restored afterwards)."""
