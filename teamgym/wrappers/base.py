@@ -84,6 +84,16 @@ class TextEnvWrapper(BaseWrapper):
     def _set_state(self, state: Any) -> None:
         """Restore what :meth:`_get_state` returned (stateless wrappers: nothing)."""
 
+    def _live_selection(self) -> tuple[str | None, bool]:
+        """The wrapped env's selected agent, and whether it is live (its next step is a real action)."""
+        agent = getattr(self.env, "agent_selection", None)
+        live = (
+            agent is not None
+            and agent in self.env.agents
+            and not (self.env.terminations[agent] or self.env.truncations[agent])
+        )
+        return agent, live
+
     def __str__(self) -> str:
         return f"{type(self).__name__}<{self.env!s}>"
 

@@ -115,12 +115,7 @@ class ProcessReward(RewardWrapper):
         super().reset(seed=seed, options=options)
 
     def step(self, action: Any) -> None:
-        agent = getattr(self.env, "agent_selection", None)
-        live = (
-            agent is not None
-            and agent in self.env.agents
-            and not (self.env.terminations[agent] or self.env.truncations[agent])
-        )
+        agent, live = self._live_selection()
         if live and isinstance(action, str):
             observation = self.env.observe(agent)
             prompt = observation.get("prompt", "") if isinstance(observation, Mapping) else str(observation)

@@ -111,12 +111,7 @@ class Recorder(TextEnvWrapper):
         self._rows, self._last_row = [], {}
 
     def step(self, action: Any) -> None:
-        agent = getattr(self.env, "agent_selection", None)
-        live = (
-            agent is not None
-            and agent in self.env.agents
-            and not (self.env.terminations[agent] or self.env.truncations[agent])
-        )
+        agent, live = self._live_selection()
         if not live or not isinstance(action, str):
             self.env.step(action)  # dead steps, and the wrapped env's error for a bad action
             return

@@ -97,12 +97,7 @@ class TurnLimit(TextEnvWrapper):
         if self._views is not None:
             self._dead_step(action)
             return
-        agent = getattr(self.env, "agent_selection", None)
-        live = (
-            agent is not None
-            and agent in self.env.agents
-            and not (self.env.terminations[agent] or self.env.truncations[agent])
-        )
+        agent, live = self._live_selection()
         self.env.step(action)
         if not live:
             return
