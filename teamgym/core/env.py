@@ -40,7 +40,6 @@ key                        meaning
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +51,7 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
 from teamgym.core.rewards import RewardTerms, add_terms, mix, zero_terms
-from teamgym.core.snapshot import EnvSnapshot
+from teamgym.core.snapshot import EnvSnapshot, freeze
 from teamgym.core.spaces import TextSpace
 from teamgym.core.text import clip_text, sanitize_text
 from teamgym.errors import EnvStateError, InvalidActionError, InvalidArgumentError, SnapshotError
@@ -345,8 +344,8 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
             owner=self._snapshot_owner(),
             task_id=self.task_id,
             task=self.task,
-            rng_state=copy.deepcopy(self._np_random.bit_generator.state),
-            fields=copy.deepcopy(fields),
+            rng_state=self._np_random.bit_generator.state,  # a fresh dict on every read
+            frozen=freeze(fields),
         )
 
     def restore(self, snapshot: EnvSnapshot) -> None:
@@ -360,8 +359,8 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
             )
         self.task_id = snapshot.task_id
         self.task = snapshot.task
-        self._np_random.bit_generator.state = copy.deepcopy(snapshot.rng_state)
-        for name, value in copy.deepcopy(snapshot.fields).items():
+        self._np_random.bit_generator.state = snapshot.rng_state  # the setter copies the values
+        for name, value in snapshot.fields.items():
             setattr(self, name, value)
         self._has_reset = True
 

@@ -2,7 +2,7 @@
 
 The engine keeps everything that needs the policies (batched generation, the rows); a slot keeps the env and does
 what touches it: reset, render the acting agent's prompt and snapshot the node state, score candidates with
-:func:`teamgym.algos.tree_step` (each from a fresh restore of the node state) and advance to the chosen child. Slots
+the semantics of :func:`teamgym.algos.tree_step` (each from the node state) and advance to the chosen child. Slots
 exchange only plain data (strings, floats, dicts), so the same slot runs in the calling thread, in a thread pool
 (:class:`LocalSlots`) or inside a Ray actor (:class:`teamgym.rollout.ray_backend.RaySlots`).
 """
@@ -10,6 +10,7 @@ exchange only plain data (strings, floats, dicts), so the same slot runs in the 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from teamgym.algos import Branch, choose_greedy, choose_top_m, tree_step
+from teamgym.algos import choose_greedy, choose_top_m
 
 __all__ = ["NodeView", "Scored", "EnvSlot", "SlotPool", "LocalSlots"]
 
@@ -55,7 +56,11 @@ class EnvSlot:
         self.prompt_formatter = prompt_formatter
         self._state: Any = None
         self._agent = ""
-        self._branches: list[Branch] = []
+        self._at_node = False
+        self._rewards: list[float] = []  # every branch of the open node, in candidate order
+        self._snapshots: dict[int, Any] = {}  # branch index -> its child state, for those that can be chosen
+        self._best: tuple[float, int] | None = None
+        self._current = -1  # the branch whose child state the env is in (-1: the node state or none)
 
     def reset(self, task_id: Any, seed: int) -> list[str]:
         """Start an episode on ``task_id``; returns the env's agents."""
@@ -68,7 +73,11 @@ class EnvSlot:
         agent = env.agent_selection
         self._state = _snapshot(env)
         self._agent = agent
-        self._branches = []
+        self._at_node = True  # the env has not acted since the snapshot
+        self._rewards = []
+        self._snapshots = {}
+        self._best: tuple[float, int] | None = None  # (reward, -index) of the best branch so far
+        self._current = -1
         anchor = hashlib.sha1(env.observe(agent)["prompt"].encode("utf-8")).hexdigest()[:16]
         return NodeView(agent, int(getattr(env, "turn", 0)), self.prompt_formatter(env, agent), anchor)
 
@@ -77,25 +86,45 @@ class EnvSlot:
 
         Called again at the same node (adaptive K), the new candidates join the earlier ones and the choice is
         made over all of them. Returns the new candidates' results and the chosen index among all branches.
+
+        The semantics are :func:`teamgym.algos.tree_step`'s (every candidate acts on the node state, never on a
+        sibling's result; the env ends in the chosen child's state; greedy takes the first of tied best rewards)
+        without the copies it does not need. Candidates act from the node state, so the order they act in does
+        not change their results; they act in the order 2, 3, ..., K, 1, so that when rewards tie (common: early
+        in training every candidate earns the same format penalty) the chosen first candidate acted last and the
+        env is already in its state. The first to act uses the live env, still in the node state it was just
+        snapshotted in. Under the greedy rule a candidate that ranks below one that already acted can never be
+        chosen, so only those that rank first when they act are snapshotted (``top_m`` keeps every snapshot;
+        ``adaptive`` also keeps the last one's, since more candidates may follow).
         """
         env, agent = self.env, self._agent
-        results: list[Scored] = []
-
-        def act(text: str) -> float:
-            env.step(text)
+        base = len(self._rewards)
+        order = list(range(1, len(texts))) + [0] if texts else []
+        results: list[Scored | None] = [None] * len(texts)
+        self._rewards.extend([math.nan] * len(texts))
+        for position, j in enumerate(order):
+            if not self._at_node:
+                _restore(env, self._state)
+            self._at_node = False
+            env.step(texts[j])
             info = env.infos.get(agent, {})
             reward = float(env.rewards.get(agent, 0.0))
-            results.append(Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or "")))
-            return reward
-
-        # tree_step scores every candidate from a fresh restore of the node state; the choice is made below over
-        # all of the node's branches (adaptive K adds candidates in a second call).
-        step = tree_step(self._state, list(texts), restore=partial(_restore, env), act=act,
-                         take_snapshot=partial(_snapshot, env), choose=choose_greedy)
-        self._branches.extend(step.branches)
-        chosen = _chooser(strategy, choose_args)([b.reward for b in self._branches])
-        _restore(env, self._branches[chosen].snapshot)
-        return results, chosen
+            results[j] = Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or ""))
+            index = base + j
+            self._rewards[index] = reward
+            self._current = index
+            rank = (reward, -index)
+            best = not math.isfinite(reward) or self._best is None or rank > self._best
+            if best:
+                self._best = rank
+            last = position == len(order) - 1 and strategy != "adaptive"
+            if strategy == "top_m" or (best and not last):
+                self._snapshots[index] = _snapshot(env)
+        chosen = _chooser(strategy, choose_args)(self._rewards)
+        if chosen != self._current:
+            _restore(env, self._snapshots[chosen])
+            self._current = chosen
+        return [r for r in results if r is not None], chosen
 
     def done(self) -> bool:
         env = self.env
@@ -165,3 +194,4 @@ class LocalSlots:
             slot.close()
         if self._pool is not None:
             self._pool.shutdown()
+

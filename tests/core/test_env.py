@@ -144,6 +144,33 @@ def test_snapshot_does_not_copy_the_task():
     assert isinstance(snap, EnvSnapshot) and snap.task is env.task
 
 
+def test_state_pickle_cannot_hold_is_deep_copied_instead():
+    env = RelayEnv()
+    env.reset(seed=4)
+    env.history.append(lambda: "not picklable")  # e.g. an env keeping a callback in its episode state
+    snap = env.snapshot()
+    assert not isinstance(snap.frozen, bytes)
+    env.step("the word is")
+    env.restore(snap)
+    assert callable(env.history[-1]) and len(env.history) == 1
+    env.history.pop()
+    env.restore(snap)
+    assert len(env.history) == 1  # the snapshot kept its own copy
+
+
+def test_snapshot_keeps_shared_references_and_fresh_copies():
+    env = RelayEnv()
+    env.reset(seed=4)
+    env.step("the word is")
+    snap = env.snapshot()
+    a, b = snap.fields, snap.fields
+    assert a == b and a["history"] is not b["history"]
+    env.restore(snap)
+    env.infos[env.agent_selection]["mutated"] = True
+    env.restore(snap)
+    assert "mutated" not in env.infos[env.agent_selection]
+
+
 def test_restore_rejects_foreign_snapshots():
     env = RelayEnv(max_turns=3)
     env.reset(seed=0)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 
-from teamgym.algos import at_grpo, grpo
+import teamgym
+from teamgym.algos import at_grpo, choose_greedy, grpo, tree_step
 from teamgym.errors import InvalidArgumentError
 from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeSampling
+from teamgym.rollout.slot import EnvSlot, LocalSlots, Scored, _chooser, _restore, _snapshot
 from tests.rollout.fakes import ScriptedPolicy
 from tests.support.relay_env import RelayEnv
 
@@ -168,3 +172,85 @@ def test_batch_select_concat_jsonl_roundtrip(tmp_path):
     path = tmp_path / "rows.jsonl"
     batch.to_jsonl(path)
     assert len(path.read_text().splitlines()) == len(batch)
+
+
+class ReferenceSlot(EnvSlot):
+    """The slot as :func:`tree_step` states it: restore before every candidate, snapshot after every one."""
+
+    def open_node(self):
+        self._reference_branches = []
+        return super().open_node()
+
+    def expand(self, texts, strategy, choose_args):
+        env, agent = self.env, self._agent
+        results = []
+
+        def act(text):
+            env.step(text)
+            info = env.infos.get(agent, {})
+            reward = float(env.rewards.get(agent, 0.0))
+            results.append(Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or "")))
+            return reward
+
+        step = tree_step(self._state, list(texts), restore=partial(_restore, env), act=act,
+                         take_snapshot=partial(_snapshot, env), choose=choose_greedy)
+        self._reference_branches.extend(step.branches)
+        chosen = _chooser(strategy, choose_args)([b.reward for b in self._reference_branches])
+        _restore(env, self._reference_branches[chosen].snapshot)
+        return results, chosen
+
+
+class ReferenceSlots(LocalSlots):
+    def ensure(self, count):
+        while len(self.slots) < count:
+            self.slots.append(ReferenceSlot(self.env_fn, self.prompt_formatter))
+
+
+def plan_text(prompt: str, j: int) -> str:
+    """Ties (two unreadable answers), one-move plans that differ, and a repeat of the first."""
+    return ["no plan", "Actions: R", "Actions: D", "no plan", "Actions: U,D", "Actions: R"][(j + len(prompt)) % 6]
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "top_m", "adaptive"])
+@pytest.mark.parametrize("env_id", ["plan_path-v0", "relay"])
+def test_slot_expansion_equals_the_tree_step_reference(strategy, env_id):
+    """The slot's copy-saving expansion (live first candidate, reordered acts, only winning snapshots) gives the
+    rows and end states of the plain restore-snapshot-every-candidate reference."""
+    tree = TreeSampling(k=4, strategy=strategy, top_m=3, top_m_temperature=2.0, k0=2, k_max=6)
+    if env_id == "relay":
+        env_fn, text, tasks = (lambda: RelayEnv(max_turns=3)), None, ["apple", "river", "copper"]
+    else:
+        env_fn = partial(teamgym.make, "plan_path-v0", size=4, max_turns=3)
+        text, tasks = plan_text, [1, 2, 3, 4]
+    results = []
+    for slots_cls in (LocalSlots, ReferenceSlots):
+        engine = make_engine(tree, seed=7) if text is None else RolloutEngine(
+            env_fn, {"tool": ScriptedPolicy(text), "planner": ScriptedPolicy(text)}, tree=tree, seed=7)
+        engine.slots = slots_cls(env_fn, engine.slots.prompt_formatter)
+        result = engine.rollout(tasks)
+        ends = [(s.env.history, s.env.rewards, s.env.infos, s.env.agent_selection) for s in engine.slots.slots]
+        results.append((result.batch.rows(), result.episodes, ends))
+        engine.close()
+    assert results[0] == results[1]
+    assert any(r["chosen"] and r["branch"] > 0 for r in results[0][0])
+
+
+def test_slot_skips_copies_it_does_not_need():
+    env_fn = partial(teamgym.make, "plan_path-v0", size=4, max_turns=2)
+    slot = EnvSlot(env_fn, lambda env, agent: env.observe(agent)["prompt"])
+    slot.reset(1, 0)
+    counts = {"snapshot": 0, "restore": 0}
+    env = slot.env
+    for name in counts:
+        original = getattr(env, name)
+
+        def counted(*args, _name=name, _original=original):
+            counts[_name] += 1
+            return _original(*args)
+
+        setattr(env, name, counted)
+    slot.open_node()
+    scored, chosen = slot.expand(["x", "y", "z", "w"], "greedy", {})
+    assert len({s.reward for s in scored}) == 1 and chosen == 0  # all tie: the first is chosen
+    # node snapshot + the first candidate to act (branch 1); restores before branches 2, 3 and 0 only
+    assert counts == {"snapshot": 2, "restore": 3}

@@ -218,13 +218,23 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
     def _system_prompt(self, agent: str) -> str:
         return prompts.TOOL_SYSTEM if agent == "tool" else prompts.PLANNER_SYSTEM
 
+    def _shown(self, board: BoardT) -> str:
+        """``_show(board)``, remembered for the last board of this task: every agent's prompt shows the same board
+        after a step, and tree sampling restores the same node board K times."""
+        memo = getattr(self, "_shown_memo", None)
+        if memo is not None and memo[0] is self.task and memo[1] == board:
+            return memo[2]
+        text = self._show(board)
+        self._shown_memo = (self.task, board, text)  # boards are immutable values (tuples, frozen dataclasses)
+        return text
+
     def _user_prompt(self, agent: str) -> str:
         state = self.state
         turn = min(self.turn, self.max_turns - 1)
         if agent == "tool":
             return prompts.tool_prompt(
                 rules=self._rules(),
-                state=self._show(state.board),
+                state=self._shown(state.board),
                 preamble=self._preamble(state.board),
                 plan_format=self.plan_format,
                 turn=turn,
@@ -233,7 +243,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
             )
         return prompts.planner_prompt(
             rules=self._rules(),
-            state=self._show(state.board),
+            state=self._shown(state.board),
             code=state.tool_code,
             status=state.tool_status,
             output=state.tool_output,
@@ -361,7 +371,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
         done = "no readable plan" if plan is None else f"{run.valid} moves applied, {run.invalid} invalid"
         state.last_turn = f"Last turn the planner answered: {done}.\n\n"
         status = " GOAL REACHED" + (" (optimal)" if optimal_now else "") if solved_now else ""
-        self._frame("planner", f"[planner] {done}.{status}\n{self._show(state.board)}")
+        self._frame("planner", f"[planner] {done}.{status}\n{self._shown(state.board)}")
         return Outcome(
             {
                 "tool": reward_terms(team=team),
