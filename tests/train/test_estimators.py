@@ -12,7 +12,13 @@ import teamgym
 from teamgym.errors import InvalidArgumentError, UnknownNameError
 from teamgym.rollout.engine import task_seed
 from teamgym.train import TrainConfig, Trainer, train
-from teamgym.train.advantages import compute_advantages, usable_estimators
+from teamgym.train.advantages import (
+    TRAJECTORY_ESTIMATORS,
+    TREE_ESTIMATORS,
+    compute_advantages,
+    rollouts_for,
+    usable_estimators,
+)
 from teamgym.train.checkpoint import load_latest_checkpoint
 from teamgym.train.columns import trajectory_columns
 from teamgym.train.metrics import read_metrics
@@ -171,6 +177,11 @@ def test_bad_estimator_settings_name_field_value_and_fix(overrides, field, fix):
     with pytest.raises(InvalidArgumentError) as err:
         TrainConfig(**overrides)
     assert field in str(err.value) and fix in str(err.value)
+
+
+def test_documented_estimator_lists_match_what_the_rollouts_feed():
+    assert all(rollouts_for(name) == ("tree",) for name in TREE_ESTIMATORS)
+    assert all(rollouts_for(name) == ("trajectory",) for name in TRAJECTORY_ESTIMATORS)
 
 
 def test_unknown_and_unusable_algos_list_every_usable_name():
