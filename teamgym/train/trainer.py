@@ -3,10 +3,11 @@
 A run: build the policies -> evaluate held-out success (greedy) -> optional warm-start SFT on scripted
 demonstrations (then evaluate again) -> ``steps`` RL steps -> evaluate -> ``summary.json`` and the plot. Every step
 draws its tasks from ``(seed, step)`` alone, and every random stream the run uses (torch's global RNG, each policy's
-sampling generator, the engine's generator, Python's ``random``) is saved in the checkpoints, with the state of the
-alpha mixer and of a stateful estimator (the SPO trackers), so ``--resume``
-continues the exact run: a run interrupted at any point (even ``kill -9``) and resumed writes each step once to
-``metrics.jsonl`` and ends with the same weights as an uninterrupted one.
+sampling generator, the engine's generator, Python's ``random``) is saved in the checkpoints with the alpha mixer's
+and the stateful estimator's (SPO tracker's) state, so ``--resume`` continues the exact run: a run interrupted at
+any point (even ``kill -9``) and resumed writes each step once to ``metrics.jsonl`` and ends with the same weights
+as an uninterrupted one. Tree estimators get a tree rollout, GiGPO a trajectory rollout (``config.rollout_mode``;
+docs/training.md, "Estimators").
 """
 
 from __future__ import annotations
