@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from teamgym.rollout.batch import NODE_KEYS, AgentTurnBatch
-from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling, default_prompt
+from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling, default_prompt, task_seed
 from teamgym.rollout.sampling import Completion, Policy, SamplingParams
 from teamgym.rollout.slot import EnvSlot, LocalSlots, SlotPool
 
@@ -26,6 +26,7 @@ __all__ = [
     "TreeSampling",
     "VLLMPolicy",
     "default_prompt",
+    "task_seed",
 ]
 
 

@@ -33,7 +33,7 @@ from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.sampling import Completion, Policy, SamplingParams
 from teamgym.rollout.slot import LocalSlots, NodeView, Scored, SlotPool
 
-__all__ = ["RolloutEngine", "RolloutResult", "TreeSampling", "default_prompt"]
+__all__ = ["RolloutEngine", "RolloutResult", "TreeSampling", "default_prompt", "task_seed"]
 
 STRATEGIES = ("greedy", "top_m", "adaptive")
 PromptFormatter = Callable[[Any, str], str]
@@ -124,7 +124,9 @@ class RolloutEngine:
         self.sampling = sampling or SamplingParams()
         self.tree = tree or TreeSampling()
         self.rng = np.random.default_rng(seed)
-        self.adaptive = AdaptiveK(k=self.tree.k, k0=self.tree.k0, k_max=self.tree.k_max)
+        # Only the adaptive strategy reads it; clamped so that other strategies may use any k (k = 1 included).
+        k = self.tree.k
+        self.adaptive = AdaptiveK(k=k, k0=min(self.tree.k0, k), k_max=max(self.tree.k_max, k))
         self.slots = slots if slots is not None else LocalSlots(env_fn, prompt_formatter, workers=env_workers)
 
     def close(self) -> None:
@@ -141,20 +143,28 @@ class RolloutEngine:
 
     # ------------------------------------------------------------------ rollout
     def rollout(self, task_ids: Sequence[Any], *, episode_prefix: str = "ep", tree: TreeSampling | None = None,
-                sampling: SamplingParams | None = None) -> RolloutResult:
+                sampling: SamplingParams | None = None, seeds: Sequence[int] | None = None) -> RolloutResult:
         """Play one episode per task id (in lockstep) and return every sampled agent-turn.
 
         Args:
             task_ids: one task per episode (passed to ``reset(options={"task_id": ...})``).
             episode_prefix: episode ids are ``f"{episode_prefix}-{index}"``.
             tree, sampling: override the engine's settings for this rollout (e.g. ``k=1`` greedy for evaluation).
+            seeds: the env seed of each episode (``reset(seed=...)``). Default: a stable seed per (task, index),
+                so a task drawn twice in one rollout gets two env RNG streams. Pass ``[task_seed(t) for t in
+                task_ids]`` to replay repeats of a task from identical states (GiGPO's trajectory groups).
         """
         tree = tree or self.tree
         sampling = sampling or self.sampling
+        if seeds is None:
+            seeds = [_seed_of(t, i) for i, t in enumerate(task_ids)]
+        elif len(seeds) != len(task_ids):
+            raise InvalidArgumentError(f"{len(seeds)} seeds for {len(task_ids)} task ids: give one seed per episode")
         start = time.perf_counter()
         timing = {"generate": 0.0, "env": 0.0, "completions": 0}
         self.slots.ensure(len(task_ids))
-        agents = self._env_call(timing, "reset", [(i, (t, _seed_of(t, i))) for i, t in enumerate(task_ids)])
+        agents = self._env_call(timing, "reset", [(i, (t, int(s))) for i, (t, s) in
+                                                  enumerate(zip(task_ids, seeds, strict=True))])
         unknown = sorted({a for names in agents for a in names} - set(self.policies))
         if unknown:
             raise InvalidArgumentError(f"no policy for agents {unknown}: pass policies={{agent: policy}} for each")
@@ -237,6 +247,11 @@ def _rows(node: NodeView, candidates: Sequence[Completion], scored: Sequence[Sco
         "logprobs": c.logprobs, "text": c.text, "reward_terms": s.terms, "rewards": s.reward, "anchor": node.anchor,
         "success": False, "infra_error": s.infra_error,
     } for b, (c, s) in enumerate(zip(candidates, scored, strict=True))]
+
+
+def task_seed(task_id: Any) -> int:
+    """The env seed of ``task_id`` alone (equal for every repeat of the task; the default seed of slot 0)."""
+    return _seed_of(task_id, 0)
 
 
 def _seed_of(task_id: Any, index: int) -> int:

@@ -22,12 +22,15 @@ __all__ = ["add_arguments", "run", "config_from_args", "main"]
 #: Named flags: (flag, config field, type, help).
 FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--env", "env_id", str, "env id (default plan_path-v0, the embedded main job)"),
-    ("--algo", "algo", str, "advantage estimator by registry name (default at_grpo)"),
+    ("--algo", "algo", str, "advantage estimator by name (default at_grpo; also gigpo, team_gigpo, treerl, spo, "
+                            "spo_per_agent, ...: see docs/training.md, Estimators)"),
+    ("--rollout", "rollout", str, "auto (the algo's) | tree | trajectory"),
     ("--steps", "steps", int, "RL steps"),
     ("--output-dir", "output_dir", str, "run directory (metrics.jsonl, checkpoints, plot, summary.json)"),
     ("--seed", "seed", int, "seed of the model init, sampling and task draws"),
     ("--tasks-per-step", "tasks_per_step", int, "episodes per RL step"),
     ("--k", "k", int, "candidates per tree node (AT-GRPO: 4)"),
+    ("--group-size", "group_size", int, "trajectory rollouts: episodes per task (GiGPO's G)"),
     ("--strategy", "strategy", str, "tree advance: greedy | top_m | adaptive"),
     ("--sft-steps", "sft_steps", int, "warm-start SFT steps on scripted demonstrations (0 = none)"),
     ("--eval-tasks", "eval_tasks", int, "held-out tasks for the before/after evaluation"),

@@ -26,17 +26,39 @@ class TrainConfig:
     Attributes:
         env_id: registered env to train on.
         env_kwargs: options for ``teamgym.make`` (merged over the preset's; e.g. ``{"size": 4}``).
-        algo: advantage estimator by registry name (``teamgym.algos.list_advantages()``); tree rollouts support
-            ``at_grpo`` (default), ``grpo``, ``dr_grpo``, ``rloo``, ``dr_mas``, ``mhgpo`` (groups = tree nodes).
+        algo: advantage estimator by name: a registered one the rollout can feed (``teamgym.algos.
+            list_advantages()``) or a trainer-side stateful one. Tree rollout: ``at_grpo`` (default), ``grpo``,
+            ``dr_grpo``, ``rloo``, ``dr_mas``, ``mhgpo`` (groups = tree nodes), ``treerl`` (TreeRL on the sampling
+            tree). Trajectory rollout: ``gigpo``, ``team_gigpo``. Either: ``spo``, ``spo_per_agent`` (SPO value
+            trackers, saved in checkpoints). See docs/training.md, "Estimators".
+        rollout: how each step samples: ``auto`` (default: the algo's rollout; trajectory for the SPO trackers),
+            ``tree`` (``tasks_per_step`` episodes, ``k`` candidates per node, advance with ``strategy``) or
+            ``trajectory`` (each of ``tasks_per_step`` tasks played ``group_size`` times from the same env seed,
+            one candidate per node; ``k``, ``strategy``, ``top_m``, ``k0``, ``k_max`` are then unused). A rollout
+            that cannot feed the algo is refused.
         steps: RL steps (one rollout + one update each).
         output_dir: where ``metrics.jsonl``, checkpoints, the plot and ``summary.json`` go.
         seed: seeds the model init, the sampler and the task draws.
-        tasks_per_step: episodes (distinct tasks) per step; each node samples ``k`` candidates.
-        k: candidates per (agent, step) node (AT-GRPO: 4).
+        tasks_per_step: tasks drawn per step: one episode each in a tree rollout, ``group_size`` in a trajectory
+            rollout.
+        k: candidates per (agent, step) node of a tree rollout (AT-GRPO: 4).
         strategy: tree advance rule: ``greedy`` (AT-GRPO), ``top_m`` or ``adaptive`` (see ``TreeSampling``).
         top_m: ``top_m`` strategy: advance among the m best.
         k0: ``adaptive`` strategy: first candidates per node.
         k_max: ``adaptive`` strategy: most candidates per node.
+        group_size: trajectory rollout: episodes per task (GiGPO's group size G; verl-agent uses 8; default 4 to
+            match the tree's K at equal budget). ``gigpo``/``team_gigpo`` need >= 2; SPO works with 1 (its one
+            response per prompt).
+        gamma: discount of GiGPO's step returns ``G_t = r_t + gamma * G_{t+1}`` (GiGPO: 0.95), in [0, 1].
+        omega: weight of GiGPO's step-level advantage, ``A = A^E + omega * A^S`` (GiGPO: 1.0; 0 = episode GRPO).
+        spo_reward: what the SPO trackers track: ``success`` (default; the episode's 0/1 success, SPO's binary
+            outcome; needs the trajectory rollout, where each row's episode is its own) or ``mixed`` (each row's
+            ``alpha * team + local``, mapped linearly from ``spo_reward_range`` onto [0, 1]; any rollout).
+        spo_reward_range: ``[low, high]`` of the mixed rewards for ``spo_reward="mixed"`` (from the env's reward
+            table, e.g. ``[-2.5, 2.5]`` for ``plan_path-v0`` at alpha 1); a reward outside it stops the run, naming
+            this field.
+        spo_rho: the SPO trackers' forgetting factor in (0, 1) (SPO's constant variant: 0.875; ``alpha + beta``
+            converges to ``1 / (1 - rho)``).
         prompt_format: ``compact`` (the env preset's short prompts, for the tiny model) or ``env`` (raw prompts).
         model: ``tiny`` (built in code, no download) or a local path to a transformers checkpoint.
         n_layer: tiny model layers.
@@ -62,7 +84,8 @@ class TrainConfig:
         kl_coef: weight of the k3 KL to the sampling policy's logprobs (0 = none, as AT-GRPO and DAPO).
         entropy_coef: entropy bonus weight (0 = none).
         max_grad_norm: gradient clipping norm.
-        drop_zero_variance: DAPO dynamic sampling: drop groups whose rewards are all equal (they carry no gradient).
+        drop_zero_variance: DAPO dynamic sampling: drop tree nodes whose rewards are all equal (they carry no
+            gradient); tree rollouts only.
         alpha_mixer: the team/local weight of the rewards the advantages are computed from. ``"env"`` (default):
             the env's own rewards (its ``alpha``, 1.0 as AT-GRPO unless ``env_kwargs`` sets it); ``"static"``:
             ``alpha * team + local`` with the ``alpha`` field for every agent; ``"bandit"``: ``BanditAlpha``
@@ -91,6 +114,7 @@ class TrainConfig:
     env_id: str = "plan_path-v0"
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     algo: str = "at_grpo"
+    rollout: str = "auto"
     steps: int = 80
     output_dir: str = "runs/plan_path"
     seed: int = 0
@@ -100,6 +124,12 @@ class TrainConfig:
     top_m: int = 2
     k0: int = 2
     k_max: int = 8
+    group_size: int = 4
+    gamma: float = 0.95
+    omega: float = 1.0
+    spo_reward: str = "success"
+    spo_reward_range: tuple[float, float] = (0.0, 1.0)
+    spo_rho: float = 0.875
     prompt_format: str = "compact"
     model: str = "tiny"
     n_layer: int = 2
@@ -147,7 +177,8 @@ class TrainConfig:
         from teamgym.algos import AGGREGATIONS
 
         positive = ("steps", "tasks_per_step", "k", "top_m", "k0", "k_max", "n_layer", "n_embd", "n_head",
-                    "micro_batch_size", "epochs", "sft_batch_size", "checkpoint_every", "keep_checkpoints")
+                    "micro_batch_size", "epochs", "sft_batch_size", "checkpoint_every", "keep_checkpoints",
+                    "group_size")
         for name in positive:
             _check_int(name, getattr(self, name), 1)
         for name in ("max_new_tokens", "sft_steps", "eval_tasks", "eval_every", "env_workers", "torch_threads",
@@ -195,11 +226,75 @@ class TrainConfig:
             )
         if not isinstance(self.env_kwargs, dict):
             raise InvalidArgumentError(f"env_kwargs={self.env_kwargs!r}: expected a dict of env options")
+        self._check_estimator()
+
+    def _check_estimator(self) -> None:
+        """The algo exists, the rollout can feed it, and its knobs make sense."""
         from teamgym.algos import list_advantages
         from teamgym.errors import UnknownNameError
+        from teamgym.train.advantages import ROLLOUTS, rollouts_for, usable_names_text
+        from teamgym.train.stateful import SPO_SIGNALS, STATEFUL_ESTIMATORS
 
-        if self.algo not in list_advantages():
-            raise UnknownNameError(self.algo, "advantage estimator (config field 'algo')", list_advantages())
+        names = sorted([*list_advantages(), *STATEFUL_ESTIMATORS])
+        if self.algo not in names:
+            raise UnknownNameError(self.algo, "advantage estimator (config field 'algo')", names,
+                                   hint=f"Usable estimators (rollout): {usable_names_text()}.")
+        feeds = rollouts_for(self.algo)
+        if not feeds:
+            raise InvalidArgumentError(
+                f"config field algo={self.algo!r}: no rollout provides the columns this estimator takes: expected one "
+                f"of {usable_names_text()}"
+            )
+        _check_choice("rollout", self.rollout, ("auto", *ROLLOUTS))
+        if self.rollout != "auto" and self.rollout not in feeds:
+            raise InvalidArgumentError(
+                f"config field rollout={self.rollout!r} cannot feed algo={self.algo!r} (it needs a {' or '.join(feeds)}"
+                f" rollout): set rollout='auto' or {feeds[0]!r}, or pick an algo for a {self.rollout} rollout: "
+                f"{usable_names_text(self.rollout)}"
+            )
+        for name in ("gamma", "omega", "spo_rho"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise InvalidArgumentError(f"config field {name}={value!r}: expected a finite float")
+        if not 0 <= self.gamma <= 1:
+            raise InvalidArgumentError(f"config field gamma={self.gamma!r}: expected a float in [0, 1] (GiGPO: 0.95)")
+        if self.omega < 0:
+            raise InvalidArgumentError(f"config field omega={self.omega!r}: expected a float >= 0 (GiGPO: 1.0)")
+        if not 0 < self.spo_rho < 1:
+            raise InvalidArgumentError(f"config field spo_rho={self.spo_rho!r}: expected a float in (0, 1) (SPO: "
+                                       "0.875)")
+        _check_choice("spo_reward", self.spo_reward, SPO_SIGNALS)
+        bounds = self.spo_reward_range
+        if not (isinstance(bounds, (list, tuple)) and len(bounds) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in bounds)
+                and bounds[0] < bounds[1]):
+            raise InvalidArgumentError(f"config field spo_reward_range={bounds!r}: expected [low, high] with finite "
+                                       "low < high, e.g. [-2.5, 2.5]")
+        mode = self.rollout_mode
+        if self.algo in ("gigpo", "team_gigpo") and self.group_size < 2:
+            raise InvalidArgumentError(
+                f"config field group_size={self.group_size}: {self.algo} compares trajectories of the same task, "
+                "expected group_size >= 2 (default 4)"
+            )
+        if self.algo in STATEFUL_ESTIMATORS and self.spo_reward == "success" and mode == "tree":
+            raise InvalidArgumentError(
+                "config field spo_reward='success' with rollout='tree': a tree's unchosen candidates have no episode "
+                "outcome of their own: set spo_reward='mixed' (with spo_reward_range) or rollout='trajectory'"
+            )
+        if self.drop_zero_variance and mode != "tree":
+            raise InvalidArgumentError(
+                f"config field drop_zero_variance=True with a {mode} rollout: dynamic sampling drops tree nodes of "
+                "equal rewards; set drop_zero_variance=False or use a tree estimator"
+            )
+
+    @property
+    def rollout_mode(self) -> str:
+        """The rollout this config runs: ``rollout``, or for ``auto`` the algo's preferred one."""
+        if self.rollout != "auto":
+            return self.rollout
+        from teamgym.train.advantages import rollouts_for
+
+        return rollouts_for(self.algo)[0]
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict[str, Any]:

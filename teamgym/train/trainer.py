@@ -1,11 +1,13 @@
-"""``Trainer``: rollouts with tree sampling, advantages by registry name, PPO-clip updates, metrics, checkpoints.
+"""``Trainer``: tree or trajectory rollouts, advantages by name, PPO-clip updates, metrics, checkpoints.
 
 A run: build the policies -> evaluate held-out success (greedy) -> optional warm-start SFT on scripted
 demonstrations (then evaluate again) -> ``steps`` RL steps -> evaluate -> ``summary.json`` and the plot. Every step
 draws its tasks from ``(seed, step)`` alone, and every random stream the run uses (torch's global RNG, each policy's
-sampling generator, the engine's generator, Python's ``random``) is saved in the checkpoints, so ``--resume``
-continues the exact run: a run interrupted at any point (even ``kill -9``) and resumed writes each step once to
-``metrics.jsonl`` and ends with the same weights as an uninterrupted one.
+sampling generator, the engine's generator, Python's ``random``) is saved in the checkpoints with the alpha mixer's
+and the stateful estimator's (SPO tracker's) state, so ``--resume`` continues the exact run: a run interrupted at
+any point (even ``kill -9``) and resumed writes each step once to ``metrics.jsonl`` and ends with the same weights
+as an uninterrupted one. Tree estimators get a tree rollout, GiGPO a trajectory rollout (``config.rollout_mode``;
+docs/training.md, "Estimators").
 """
 
 from __future__ import annotations
@@ -24,15 +26,17 @@ import teamgym
 from teamgym.algos import AlphaMixer, BanditAlpha, StaticAlpha, dynamic_sampling_mask, informative_groups_per_1000
 from teamgym.core.rewards import mix
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
-from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling
+from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling, task_seed
 from teamgym.rollout.hf import HFPolicy
 from teamgym.rollout.sampling import SamplingParams
 from teamgym.train.advantages import compute_advantages
 from teamgym.train.checkpoint import list_checkpoints, load_latest_checkpoint, save_checkpoint
+from teamgym.train.columns import trajectory_columns
 from teamgym.train.config import TrainConfig
 from teamgym.train.metrics import MetricsLogger, plot_learning_curves
 from teamgym.train.presets import get_preset
 from teamgym.train.sft import collect_demonstrations, sft_step
+from teamgym.train.stateful import STATEFUL_ESTIMATORS, TrackerEstimator
 from teamgym.train.update import policy_update
 
 __all__ = ["Trainer", "train"]
@@ -82,6 +86,8 @@ class Trainer:
                                     prompt_formatter=self.preset.prompt, env_workers=config.env_workers,
                                     seed=config.seed)
         self.mixer = _make_mixer(config, self.roles)
+        self.rollout_mode = config.rollout_mode
+        self.estimator = _make_estimator(config)
         self.step = 0
         self.evals: dict[str, float] = {}
         self.sft_done = False
@@ -149,6 +155,7 @@ class Trainer:
             "policy_rng": {n: p.rng_state() for n, p in named.items()},
             "engine": self.engine.state_dict(),
             "mixer": self.mixer.state_dict() if self.mixer is not None else None,
+            "estimator": self.estimator.state_dict() if self.estimator is not None else None,
             "torch_rng": torch.get_rng_state(),
             "python_random": random.getstate(),
             "evals": dict(self.evals),
@@ -170,6 +177,8 @@ class Trainer:
         self.engine.load_state_dict(state["engine"])
         if self.mixer is not None and state.get("mixer") is not None:
             self.mixer.load_state_dict(state["mixer"])
+        if self.estimator is not None and state.get("estimator") is not None:
+            self.estimator.load_state_dict(state["estimator"])
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_random"])
         self.step = int(state["step"])
@@ -301,7 +310,7 @@ class Trainer:
     def _rl_step(self) -> dict[str, Any]:
         c = self.config
         tic = time.perf_counter()
-        result = self.engine.rollout(self.task_ids(self.step), episode_prefix=f"s{self.step}")
+        result = self._rollout()
         batch = result.batch
         if c.save_batches:
             (self.output_dir / "batches").mkdir(exist_ok=True)
@@ -317,7 +326,11 @@ class Trainer:
             )
             team = [terms["team"] for terms in train_batch.reward_terms]
             self.mixer.update({"team_return": float(np.mean(team)) if team else 0.0})
-        advantages = compute_advantages(c.algo, train_batch)
+        if self.estimator is not None:
+            advantages = self.estimator.advantages(train_batch)
+        else:
+            advantages = compute_advantages(c.algo, train_batch, rollout=self.rollout_mode, gamma=c.gamma,
+                                            omega=c.omega)
         if c.drop_zero_variance:
             keep = dynamic_sampling_mask(train_batch.rewards, train_batch.group_ids())
             train_batch, advantages = train_batch.select(keep), advantages[keep]
@@ -336,6 +349,25 @@ class Trainer:
         row.update({f"alpha/{agent}": value for agent, value in alphas.items()})
         return row
 
+    def _rollout(self) -> RolloutResult:
+        """This step's rollout: a tree over the step's tasks, or ``group_size`` trajectories of each task."""
+        tasks = self.task_ids(self.step)
+        if self.rollout_mode == "tree":
+            return self.engine.rollout(tasks, episode_prefix=f"s{self.step}")
+        repeated = [t for t in tasks for _ in range(self.config.group_size)]
+        return self.engine.rollout(repeated, episode_prefix=f"s{self.step}", tree=TreeSampling(k=1),
+                                   seeds=[task_seed(t) for t in repeated])
+
+    def _informative_groups(self, batch: Any) -> float:
+        """Groups whose rewards differ per 1,000 completions: tree nodes, or tasks whose trajectories' returns
+        differ (trajectory rollouts)."""
+        if not len(batch):
+            return 0.0
+        if self.rollout_mode == "tree":
+            return informative_groups_per_1000(batch.rewards, batch.group_ids())
+        columns = trajectory_columns(batch, gamma=self.config.gamma, per_agent=False)
+        return informative_groups_per_1000(columns["episode_returns"], columns["group_ids"])
+
     def _row(self, result: RolloutResult, advantages: torch.Tensor, stats: Any, seconds: float,
              update_seconds: float, dropped: int) -> dict[str, Any]:
         batch = result.batch
@@ -351,8 +383,7 @@ class Trainer:
             row.update({"advantage/mean": float(advantages.mean()), "advantage/std": float(advantages.std()) if
                         advantages.numel() > 1 else 0.0, "advantage/min": float(advantages.min()),
                         "advantage/max": float(advantages.max())})
-        row["informative_groups_per_1000"] = informative_groups_per_1000(batch.rewards, batch.group_ids()) \
-            if len(batch) else 0.0
+        row["informative_groups_per_1000"] = self._informative_groups(batch)
         row.update({"loss": stats.loss, "kl": stats.kl, "entropy": stats.entropy, "clip_fraction": stats.clip_fraction,
                     "grad_norm": stats.grad_norm, "completions": result.completions,
                     "tokens_per_s": batch.num_tokens() / max(result.total_seconds, 1e-9),
@@ -366,7 +397,7 @@ class Trainer:
         final = self.evaluate()
         self.evals.update({"after": final["success"], "after_sampled": final["sampled_success"]})
         summary = {
-            "env_id": self.config.env_id, "algo": self.config.algo, "steps": self.step,
+            "env_id": self.config.env_id, "algo": self.config.algo, "rollout": self.rollout_mode, "steps": self.step,
             "heldout_tasks": self.config.eval_tasks,
             "heldout_success_before": self.evals.get("before"),
             "heldout_success_after_sft": self.evals.get("after_sft"),
@@ -407,6 +438,14 @@ def _make_mixer(config: TrainConfig, roles: list[str]) -> AlphaMixer | None:
     if config.alpha_mixer == "bandit":
         return BanditAlpha(roles, seed=config.seed)
     return None
+
+
+def _make_estimator(config: TrainConfig) -> TrackerEstimator | None:
+    """The stateful estimator ``config.algo`` names (an SPO tracker), or ``None`` for a registered pure one."""
+    if config.algo not in STATEFUL_ESTIMATORS:
+        return None
+    return TrackerEstimator(config.algo, signal=config.spo_reward, reward_range=config.spo_reward_range,
+                            rho=config.spo_rho)
 
 
 def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import torch
 import teamgym
 from teamgym.algos import at_grpo, choose_greedy, grpo, tree_step
 from teamgym.errors import InvalidArgumentError
-from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeSampling
+from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeSampling, task_seed
 from teamgym.rollout.slot import EnvSlot, LocalSlots, Scored, _chooser, _restore, _snapshot
 from tests.rollout.fakes import ScriptedPolicy
 from tests.support.relay_env import RelayEnv
@@ -148,6 +148,28 @@ def test_at_grpo_on_one_agent_one_turn_equals_grpo():
     task = torch.zeros(len(speaker), dtype=torch.long)
     adv = at_grpo(speaker.rewards, task, task, speaker.turn)
     assert torch.allclose(adv, grpo(speaker.rewards, task))
+
+
+def test_explicit_seeds_replay_a_task_from_one_state():
+    seen = []
+
+    class SeededRelay(RelayEnv):
+        def reset(self, seed=None, options=None):
+            seen.append((options["task_id"], seed))
+            return super().reset(seed=seed, options=options)
+
+    engine = RolloutEngine(SeededRelay, {"speaker": ScriptedPolicy(lambda p, j: "x"),
+                                         "listener": ScriptedPolicy(lambda p, j: "y")}, tree=TreeSampling(k=1))
+    engine.rollout(["apple", "apple", "river"])
+    default = list(seen)
+    assert default[0][1] != default[1][1]  # by default each (task, slot) has its own seed, as before
+    seen.clear()
+    tasks = ["apple", "apple", "river"]
+    engine.rollout(tasks, seeds=[task_seed(t) for t in tasks])
+    assert seen == [("apple", task_seed("apple")), ("apple", task_seed("apple")), ("river", task_seed("river"))]
+    assert task_seed("apple") == default[0][1]
+    with pytest.raises(InvalidArgumentError, match="one seed per episode"):
+        engine.rollout(tasks, seeds=[1])
 
 
 def test_unknown_agent_policy_is_named():
