@@ -189,7 +189,8 @@ class RayVLLMPolicy:
         return len(weights)
 
     def close(self) -> None:
-        """Kill the engine actors (their GPUs go back to Ray); the policy cannot generate afterwards."""
+        """Kill the engine actors (asynchronously: Ray frees their GPUs once they have exited); the policy cannot
+        generate afterwards."""
         for actor in self.actors:
             self._ray.kill(actor)
         self.actors = []
