@@ -35,7 +35,6 @@ The engine is built inside its actor by an injected picklable factory ``(engine_
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,8 +80,6 @@ class VLLMEngineSpec:
         return {**kwargs, **self.engine_kwargs}
 
     def __call__(self, engine_index: int) -> VLLMPolicy:
-        # The engine core in this (actor) process, so that its workers are reachable for the in-place weight loading.
-        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         return VLLMPolicy.from_model(self.model, **self.llm_kwargs(engine_index))
 
 

@@ -16,6 +16,7 @@ The engine object is injected, so tests run this class against a fake that follo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -44,7 +45,13 @@ class VLLMPolicy:
     @classmethod
     def from_model(cls, model: str, *, gpu_memory_utilization: float = 0.5, max_model_len: int = 4096,
                    dtype: str = "bfloat16", seed: int = 0, **engine_kwargs: Any) -> VLLMPolicy:
-        """Start a vLLM engine on a local model path (prefix caching on, processed logprobs, sleep mode allowed)."""
+        """Start a vLLM engine on a local model path (prefix caching on, processed logprobs, sleep mode allowed).
+
+        Sets ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` in this process first: vLLM V1 otherwise runs its engine core in a
+        child process, out of reach of the in-place weight loading (TRL's colocate mode runs it in process too).
+        """
+        # Process-wide, but read by vLLM only when an engine starts: the engine core stays in this process.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         vllm = _vllm()
         llm = vllm.LLM(model=model, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                        dtype=dtype, seed=seed, enable_prefix_caching=True, logprobs_mode="processed_logprobs",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -101,6 +103,21 @@ def test_engine_spec_seeds_each_engine_apart_and_runs_tensor_parallel_in_its_act
     assert first["tensor_parallel_size"] == 2 and first["distributed_executor_backend"] == "mp"
     assert first["enforce_eager"] is True
     assert "distributed_executor_backend" not in VLLMEngineSpec("/m").llm_kwargs(0)
+
+
+def test_engine_spec_starts_an_in_process_engine_core_with_its_seed(monkeypatch):
+    started = []
+
+    def start_llm(**kwargs):
+        started.append((os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"], kwargs))
+
+    fake_vllm = SimpleNamespace(SamplingParams=FakeVLLMSamplingParams, LLM=start_llm)
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    policy = VLLMEngineSpec("/models/qwen", seed=7)(2)
+    ((multiprocessing, kwargs),) = started
+    assert isinstance(policy, VLLMPolicy) and multiprocessing == "0"
+    assert kwargs["model"] == "/models/qwen" and kwargs["seed"] == 9 and kwargs["enable_prefix_caching"] is True
 
 
 def test_tensor_parallel_engine_loads_weights_on_every_rank():
