@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
+
+ROOT = str(Path(__file__).resolve().parents[1])
 
 
 def pytest_collection_modifyitems(config, items):
@@ -17,3 +22,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """A local Ray instance (2 CPUs; GPUs as detected) shared by the session's Ray tests.
+
+    Workers get the repository root on ``PYTHONPATH`` so that actors can import ``tests.*`` fakes.
+    """
+    ray = pytest.importorskip("ray")
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": path}})
+    yield ray
+    ray.shutdown()

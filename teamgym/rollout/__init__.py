@@ -17,6 +17,7 @@ __all__ = [
     "EnvSlot",
     "LocalSlots",
     "RaySlots",
+    "RayVLLMPolicy",
     "SlotPool",
     "HFPolicy",
     "Policy",
@@ -31,7 +32,7 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # The transformers and vLLM policies import heavy optional packages: load them on first use only.
+    # The transformers, vLLM and Ray classes import heavy optional packages: load them on first use only.
     if name == "HFPolicy":
         from teamgym.rollout.hf import HFPolicy
 
@@ -40,6 +41,10 @@ def __getattr__(name: str):
         from teamgym.rollout.ray_backend import RaySlots
 
         return RaySlots
+    if name == "RayVLLMPolicy":
+        from teamgym.rollout.ray_vllm import RayVLLMPolicy
+
+        return RayVLLMPolicy
     if name == "VLLMPolicy":
         from teamgym.rollout.vllm import VLLMPolicy
 

@@ -3,8 +3,9 @@
 Each actor holds one :class:`~teamgym.rollout.slot.EnvSlot`; the engine calls slot methods on all active actors at
 once and waits for the results, so env steps and sandbox runs of different episodes proceed in parallel on whatever
 nodes the Ray cluster has. Generation stays with the engine's policies: on GPU, pass a
-:class:`~teamgym.rollout.vllm.VLLMPolicy` (one vLLM engine; for several, wrap each in a Ray actor as OpenRLHF does
-and shard the prompts). Only plain data crosses the actor boundary.
+:class:`~teamgym.rollout.vllm.VLLMPolicy` (one vLLM engine in process) or a
+:class:`~teamgym.rollout.ray_vllm.RayVLLMPolicy` (several vLLM engines as Ray actors, prompts sharded across them,
+as OpenRLHF does). Only plain data crosses the actor boundary.
 
 >>> import ray, teamgym                                                                        # doctest: +SKIP
 >>> ray.init()                                                                                 # doctest: +SKIP

@@ -4,7 +4,9 @@ vLLM does the batching, ``n > 1`` (one prefill shared by the n samples) and pref
 versions; we ask for it explicitly). After each optimizer step the trainer's weights are loaded into the engine's
 model in place, as TRL's colocate mode does (``llm.llm_engine.model_executor.driver_worker.model_runner.model
 .load_weights``); with a peft model the adapter is merged first and the peft prefixes are stripped (TRL
-``_sync_fsdp_params_to_vllm`` / ``_move_model_to_vllm``).
+``_sync_fsdp_params_to_vllm`` / ``_move_model_to_vllm``). A tensor parallel engine, whose workers are other
+processes, loads them through ``LLM.collective_rpc`` instead. For several engines as Ray actors, see
+:mod:`teamgym.rollout.ray_vllm`.
 
 Trap: vLLM V1 returns logprobs of the *raw* logits by default; for a PPO ratio against tempered training logprobs
 create the engine with ``logprobs_mode="processed_logprobs"`` (done by :meth:`VLLMPolicy.from_model`).
@@ -14,6 +16,7 @@ The engine object is injected, so tests run this class against a fake that follo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -42,7 +45,13 @@ class VLLMPolicy:
     @classmethod
     def from_model(cls, model: str, *, gpu_memory_utilization: float = 0.5, max_model_len: int = 4096,
                    dtype: str = "bfloat16", seed: int = 0, **engine_kwargs: Any) -> VLLMPolicy:
-        """Start a vLLM engine on a local model path (prefix caching on, processed logprobs, sleep mode allowed)."""
+        """Start a vLLM engine on a local model path (prefix caching on, processed logprobs, sleep mode allowed).
+
+        Sets ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` in this process first: vLLM V1 otherwise runs its engine core in a
+        child process, out of reach of the in-place weight loading (TRL's colocate mode runs it in process too).
+        """
+        # Process-wide, but read by vLLM only when an engine starts: the engine core stays in this process.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         vllm = _vllm()
         llm = vllm.LLM(model=model, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                        dtype=dtype, seed=seed, enable_prefix_caching=True, logprobs_mode="processed_logprobs",
@@ -78,9 +87,21 @@ class VLLMPolicy:
 
     def sync_weights(self, model: Any) -> int:
         """Load ``model``'s current weights into the engine in place; returns the number of tensors sent."""
-        target = self.llm.llm_engine.model_executor.driver_worker.model_runner.model
-        weights = list(trainer_weights(model))
-        target.load_weights(weights)
+        return self.load_weights(list(trainer_weights(model)))
+
+    def load_weights(self, weights: list[tuple[str, Any]]) -> int:
+        """Load ``(name, tensor)`` pairs into the engine's model in place, then drop the stale prefix cache.
+
+        An engine whose worker lives in this process (one GPU, engine core in process, as TRL's colocate mode) loads
+        them directly; otherwise (tensor parallel workers) every worker loads its shard through
+        ``LLM.collective_rpc``. Returns the number of tensors loaded.
+        """
+        executor = getattr(self.llm.llm_engine, "model_executor", None)
+        worker = getattr(executor, "driver_worker", None)
+        if worker is not None:
+            worker.model_runner.model.load_weights(weights)
+        else:
+            self.llm.collective_rpc(_load_weights_on_worker, args=(weights,))
         self.reset_prefix_cache()
         return len(weights)
 
@@ -107,6 +128,12 @@ def trainer_weights(model: Any) -> Iterable[tuple[str, Any]]:
     finally:
         if merged:
             model.unmerge_adapter()
+
+
+def _load_weights_on_worker(worker: Any, weights: list[tuple[str, Any]]) -> None:
+    """Runs inside each vLLM worker (``collective_rpc`` passes the worker first): load the full tensors; each
+    tensor-parallel rank keeps its own shard."""
+    worker.model_runner.model.load_weights(weights)
 
 
 def _vllm() -> Any:

@@ -67,9 +67,19 @@ class TrainConfig:
         shared_model: one model for all roles (True) or one model and optimizer per role.
         lora_rank: > 0 wraps a pretrained ``model`` in a peft LoRA adapter of this rank (0 = full fine-tune).
         device: ``cpu`` or ``cuda``.
-        generator: what samples rollouts: ``hf`` (the trained transformers model itself) or ``vllm`` (a vLLM
-            engine per model on GPU, weights synced in place after every update as TRL's colocate mode).
+        generator: what samples rollouts: ``hf`` (the trained transformers model itself) or ``vllm`` (vLLM engines
+            per model on GPU, weights synced in place after every update as TRL's colocate mode; see ``vllm_engines``).
         vllm_gpu_memory_utilization: share of GPU memory each vLLM engine may take (the trainer needs the rest).
+        vllm_engines: vLLM engines per model. 1 (default): one engine in the trainer's process. More: each engine is
+            a Ray actor (``RayVLLMPolicy``, ``pip install 'teamgym[ray]'``), every ``generate`` call's prompts are
+            split into contiguous shards across them and the weights are sent to all of them after each update.
+            Engine ``i`` is seeded ``seed + i``.
+        vllm_tensor_parallel_size: GPUs per vLLM engine (vLLM's ``tensor_parallel_size``); above 1 the engines run as
+            Ray actors (even a single one), each holding that many whole GPUs of one node.
+        vllm_gpus_per_engine: Ray engines: GPUs each engine actor reserves from Ray. 0 (default) = whole GPUs,
+            ``vllm_tensor_parallel_size`` of them; with tensor parallel size 1 a share in (0, 1] lets several engines
+            share one GPU (e.g. 0.3 with ``vllm_gpu_memory_utilization=0.25``: two engines and the trainer on one
+            GPU). Ray does not count the trainer's own GPU.
         max_new_tokens: completion budget (0 = the preset's).
         temperature: sampling temperature for training rollouts (evaluation is greedy).
         lr: Adam learning rate of every role.
@@ -140,6 +150,9 @@ class TrainConfig:
     device: str = "cpu"
     generator: str = "hf"
     vllm_gpu_memory_utilization: float = 0.4
+    vllm_engines: int = 1
+    vllm_tensor_parallel_size: int = 1
+    vllm_gpus_per_engine: float = 0.0
     max_new_tokens: int = 0
     temperature: float = 1.0
     lr: float = 5e-4
@@ -206,6 +219,7 @@ class TrainConfig:
         if not 0 < self.vllm_gpu_memory_utilization < 1:
             raise InvalidArgumentError(f"config field vllm_gpu_memory_utilization={self.vllm_gpu_memory_utilization!r}:"
                                        " expected a float in (0, 1), e.g. 0.4")
+        self._check_vllm_engines()
         _check_choice("aggregation", self.aggregation, AGGREGATIONS)
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
             raise InvalidArgumentError(f"device={self.device!r}: expected 'cpu' or 'cuda' (or 'cuda:N')")
@@ -295,6 +309,33 @@ class TrainConfig:
         from teamgym.train.advantages import rollouts_for
 
         return rollouts_for(self.algo)[0]
+
+    def _check_vllm_engines(self) -> None:
+        _check_int("vllm_engines", self.vllm_engines, 1)
+        _check_int("vllm_tensor_parallel_size", self.vllm_tensor_parallel_size, 1)
+        _check_float("vllm_gpus_per_engine", self.vllm_gpus_per_engine, low=0.0, inclusive=True)
+        share, tp = self.vllm_gpus_per_engine, self.vllm_tensor_parallel_size
+        if tp > 1 and share not in (0, tp):
+            raise InvalidArgumentError(
+                f"config field vllm_gpus_per_engine={share!r} with vllm_tensor_parallel_size={tp}: a tensor "
+                f"parallel engine needs one whole GPU per rank: use 0 (= {tp} GPUs) or {tp}"
+            )
+        if tp == 1 and share > 1:
+            raise InvalidArgumentError(
+                f"config field vllm_gpus_per_engine={share!r}: a one-GPU engine takes a share in (0, 1] of a GPU, or "
+                "0 for a whole one; for more GPUs per engine set vllm_tensor_parallel_size"
+            )
+        ray_engines = self.vllm_engines > 1 or tp > 1
+        if share and not ray_engines:
+            raise InvalidArgumentError(
+                f"config field vllm_gpus_per_engine={share!r} applies to Ray engines only: set vllm_engines > 1 (or "
+                "vllm_tensor_parallel_size > 1), or leave it 0 for the in-process engine"
+            )
+        if self.generator != "vllm" and ray_engines:
+            raise InvalidArgumentError(
+                f"config fields vllm_engines={self.vllm_engines}, vllm_tensor_parallel_size={tp} apply to "
+                f"generator='vllm' only, not generator={self.generator!r}: set generator='vllm' or leave them 1"
+            )
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict[str, Any]:

@@ -115,14 +115,27 @@ class Trainer:
         return {role: self._new_policy(role, self.config.seed + i) for i, role in enumerate(self.roles)}
 
     def _build_generators(self) -> dict[str, Any]:
-        """What samples for each role: the trained HF models themselves, or vLLM engines synced after each update."""
-        if self.config.generator == "hf":
-            return dict(self.policies)
-        from teamgym.rollout.vllm import VLLMPolicy
+        """What samples for each role: the trained HF models themselves, or vLLM engines synced after each update.
 
-        engines = {name: VLLMPolicy.from_model(self.config.model, seed=self.config.seed,
-                                               gpu_memory_utilization=self.config.vllm_gpu_memory_utilization)
-                   for name in self._named_policies()}
+        Per model: one vLLM engine in this process, or (``vllm_engines > 1`` or tensor parallel) Ray engine actors.
+        """
+        c = self.config
+        if c.generator == "hf":
+            return dict(self.policies)
+        if c.vllm_engines > 1 or c.vllm_tensor_parallel_size > 1:
+            from teamgym.rollout.ray_vllm import RayVLLMPolicy
+
+            engines = {name: RayVLLMPolicy.from_model(c.model, num_engines=c.vllm_engines,
+                                                      tensor_parallel_size=c.vllm_tensor_parallel_size,
+                                                      num_gpus=c.vllm_gpus_per_engine or None, seed=c.seed,
+                                                      gpu_memory_utilization=c.vllm_gpu_memory_utilization, name=name)
+                       for name in self._named_policies()}
+        else:
+            from teamgym.rollout.vllm import VLLMPolicy
+
+            engines = {name: VLLMPolicy.from_model(c.model, seed=c.seed,
+                                                   gpu_memory_utilization=c.vllm_gpu_memory_utilization)
+                       for name in self._named_policies()}
         return {role: engines[policy.name] for role, policy in self.policies.items()}
 
     def _sync_generators(self) -> None:

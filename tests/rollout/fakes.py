@@ -1,4 +1,7 @@
-"""Test doubles: a scripted policy and a fake vLLM engine following vLLM's offline API."""
+"""Test doubles: a scripted policy and fake vLLM engines following vLLM's offline API.
+
+The fakes are importable module-level classes so that Ray actors can build them (``FakeEngineFactory``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from teamgym.rollout.sampling import Completion, SamplingParams
+from teamgym.rollout.vllm import VLLMPolicy
 
 
 class ScriptedPolicy:
@@ -90,3 +94,58 @@ class FakeLLM:
 
     def reset_prefix_cache(self):
         self.cache_resets += 1
+
+
+def weights_fingerprint(weights) -> str:
+    """A short text that changes with the values of ``(name, tensor)`` pairs (``"none"`` for no weights)."""
+    if not weights:
+        return "none"
+    return f"{sum(float(tensor.double().sum()) for _, tensor in weights):.6g}"
+
+
+class EchoLLM(FakeLLM):
+    """A FakeLLM whose j-th completion is ``"<engine_index>|<fingerprint of the last loaded weights>|<A+j>"``."""
+
+    def __init__(self, engine_index: int, tokenizer=None):
+        super().__init__(tokenizer)
+        self.engine_index = engine_index
+
+    def generate(self, prompts, params, use_tqdm=True):
+        outputs = super().generate(prompts, params, use_tqdm)
+        tag = f"{self.engine_index}|{weights_fingerprint(self.model.loaded)}|"
+        for request in outputs:
+            for j, sample in enumerate(request.outputs):
+                sample.text = tag + chr(65 + j)
+                sample.token_ids = self._encode(sample.text)
+                sample.logprobs = [{tok: FakeLogprob(-0.5)} for tok in sample.token_ids]
+        return outputs
+
+
+@dataclass(frozen=True)
+class FakeEngineFactory:
+    """``(engine_index) -> VLLMPolicy`` over an :class:`EchoLLM`, built inside a Ray actor (picklable).
+
+    ``char_tokenizer=True`` tokenizes as the tiny model does, so the trainer can score the completions.
+    """
+
+    char_tokenizer: bool = False
+
+    def __call__(self, engine_index: int) -> VLLMPolicy:
+        tokenizer = None
+        if self.char_tokenizer:
+            from teamgym.rollout.tiny import char_tokenizer
+
+            tokenizer = char_tokenizer()
+        return VLLMPolicy(EchoLLM(engine_index, tokenizer), sampling_params_cls=FakeVLLMSamplingParams)
+
+
+class TensorParallelFakeLLM(FakeLLM):
+    """A FakeLLM whose workers are out of process: no ``driver_worker``, only ``collective_rpc`` to each rank."""
+
+    def __init__(self, ranks: int = 2):
+        super().__init__()
+        self.workers = [SimpleNamespace(model_runner=SimpleNamespace(model=FakeModel())) for _ in range(ranks)]
+        self.llm_engine = SimpleNamespace()
+
+    def collective_rpc(self, method, args=()):
+        return [method(worker, *args) for worker in self.workers]

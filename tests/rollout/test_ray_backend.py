@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from teamgym.rollout import RolloutEngine, SamplingParams, TreeSampling
@@ -13,17 +10,7 @@ from tests.rollout.fakes import ScriptedPolicy
 from tests.rollout.test_engine import listener_text, speaker_text
 from tests.support.relay_env import RelayEnv
 
-ray = pytest.importorskip("ray")
-ROOT = str(Path(__file__).resolve().parents[2])
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path}})
-    yield
-    ray.shutdown()
+pytest.importorskip("ray")
 
 
 def make_env() -> RelayEnv:
