@@ -157,6 +157,15 @@ class Trainer:
         params = [p for p in policy.model.parameters() if p.requires_grad]
         return torch.optim.AdamW(params, lr=lr, weight_decay=self.config.weight_decay)
 
+    def close(self) -> None:
+        """Close the rollout envs and the generators that hold resources (vLLM engines as Ray actors)."""
+        self.engine.close()
+        distinct = {id(g): g for g in self.generators.values() if g not in self.policies.values()}
+        for generator in distinct.values():
+            close = getattr(generator, "close", None)
+            if callable(close):
+                close()
+
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
         named = self._named_policies()
@@ -467,4 +476,4 @@ def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     try:
         return trainer.train()
     finally:
-        trainer.engine.close()
+        trainer.close()

@@ -50,7 +50,7 @@ def test_only_the_adapter_trains(tmp_path, checkpoint):
     assert optimized == sum(p.numel() for p in policy.model.parameters() if p.requires_grad)
     start = {n: p.detach().clone() for n, p in policy.model.named_parameters()}
     trainer.train()
-    trainer.engine.close()
+    trainer.close()
     after = dict(policy.model.named_parameters())
     moved = [n for n in trainable if not torch.equal(after[n], start[n])]
     assert moved, "the adapter must learn"

@@ -82,9 +82,8 @@ def test_ray_engines_sample_and_get_the_weights_after_every_update(tmp_path, mon
         probe = generator.generate(["p", "q"], 1, SamplingParams(max_tokens=4))
         assert [g[0].text.rsplit("|", 1)[0] for g in probe] == [f"0|{expected}", f"1|{expected}"]
     finally:
-        trainer.engine.close()
-        for generator in {id(g): g for g in trainer.generators.values()}.values():
-            generator.close()
+        trainer.close()
+    assert generator.actors == []  # the trainer closed its engine actors
 
 
 @pytest.mark.gpu
@@ -103,6 +102,4 @@ def test_trainer_with_two_vllm_engines_on_one_gpu(tmp_path, local_ray):
         (generator,) = {id(g): g for g in trainer.generators.values()}.values()
         assert generator.num_engines == 2
     finally:
-        trainer.engine.close()
-        for generator in {id(g): g for g in trainer.generators.values()}.values():
-            generator.close()
+        trainer.close()
