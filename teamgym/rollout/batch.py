@@ -4,13 +4,17 @@ Columns follow ARCHITECTURE.md's data model. Rows of one tree node (the K candid
 one episode from one env state) share ``episode_id``, ``agent``, ``turn`` and ``step``; ``branch`` is the candidate's
 index in the node and ``chosen`` marks the one the episode advanced with. Advantage estimators read the tensors and
 the ids built by :meth:`AgentTurnBatch.group_ids`; they never see envs.
+
+``others_terms`` / ``others_rewards`` hold what a candidate's step gave the *other* agents (``plan_path``'s tool
+receives the team term on the planner's step): the trajectory columns credit it to the receiving agent's turns
+(:mod:`teamgym.train.columns`). Rows or constructors without them (older JSONL, external callers) get empty dicts.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +23,12 @@ import torch
 from teamgym.algos import group_ids as build_group_ids
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["AgentTurnBatch", "NODE_KEYS"]
+__all__ = ["AgentTurnBatch", "NODE_KEYS", "OPTIONAL_COLUMNS"]
 
 #: The key columns of one tree node: AT-GRPO's (task, agent, turn) group, made exact per episode and env step.
 NODE_KEYS = ("episode_id", "agent", "turn", "step")
+#: Columns a row or a constructor may leave out (each row then holds an empty dict).
+OPTIONAL_COLUMNS = ("others_terms", "others_rewards")
 
 
 @dataclass
@@ -44,6 +50,10 @@ class AgentTurnBatch:
         anchor: a hash of the observation the agent acted on (equal observations, equal anchors).
         success: whether the episode (its chosen path) was solved.  # (N,)
         infra_error: non-empty when the env's infrastructure failed scoring this row (drop it from training).
+        others_terms: ``{agent: reward terms}`` the env gave every *other* live agent in this row's step, only
+            agents that received something (a term or their reward not 0); ``{}`` when none did.
+        others_rewards: ``{agent: reward}`` of the same agents (the env's ``rewards[agent]``; the trainer's alpha
+            mixer re-mixes them from ``others_terms`` with each receiving agent's alpha).
     """
 
     episode_id: list[str]
@@ -62,8 +72,13 @@ class AgentTurnBatch:
     anchor: list[str]
     success: torch.Tensor
     infra_error: list[str]
+    others_terms: list[dict[str, dict[str, float]]] = field(default_factory=list)
+    others_rewards: list[dict[str, float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        for name in OPTIONAL_COLUMNS:  # left out by the caller: nothing received on other agents' steps
+            if not getattr(self, name) and self.episode_id:
+                setattr(self, name, [{} for _ in self.episode_id])
         lengths = {f.name: len(getattr(self, f.name)) for f in fields(self)}
         if len(set(lengths.values())) > 1:
             raise InvalidArgumentError(f"AgentTurnBatch columns differ in length: {lengths}: give one entry per row")
@@ -73,10 +88,14 @@ class AgentTurnBatch:
 
     @classmethod
     def from_rows(cls, rows: Sequence[dict[str, Any]]) -> AgentTurnBatch:
-        """Build the columns from row dicts keyed by column name."""
+        """Build the columns from row dicts keyed by column name (``others_terms`` / ``others_rewards`` may be
+        missing: ``{}``)."""
         columns: dict[str, Any] = {}
         for f in fields(cls):
-            values = [row[f.name] for row in rows]
+            if f.name in OPTIONAL_COLUMNS:
+                values = [row.get(f.name) or {} for row in rows]
+            else:
+                values = [row[f.name] for row in rows]
             if f.name in ("turn", "step", "branch"):
                 columns[f.name] = torch.tensor(values, dtype=torch.long)
             elif f.name in ("chosen", "success"):

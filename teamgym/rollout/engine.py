@@ -8,7 +8,8 @@ tree per episode):
 3. for each env, :func:`teamgym.algos.tree_step` scores every candidate from a fresh ``restore`` of the node state
    (never a sibling's), picks one with the strategy's rule (AT-GRPO: greedy), and leaves the env in the chosen
    child's state, from which the next agent of the turn proposes (arXiv 2510.11062, Sec. 4.2);
-4. one row per candidate is recorded, keyed by (episode, agent, turn, step) so groups never mix tasks.
+4. one row per candidate is recorded, keyed by (episode, agent, turn, step) so groups never mix tasks, with what
+   the candidate's step gave the other agents (``others_terms``, ``others_rewards``).
 
 Strategies (``TreeSampling.strategy``): ``"greedy"`` (AT-GRPO), ``"top_m"`` (stochastic advance among the m best),
 ``"adaptive"`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only where they disagree). Envs that
@@ -245,7 +246,8 @@ def _rows(node: NodeView, candidates: Sequence[Completion], scored: Sequence[Sco
         "episode_id": episode_id, "task_id": task_id, "agent": node.agent, "turn": node.turn, "step": step_index,
         "branch": b, "chosen": b == chosen, "prompt_ids": c.prompt_ids, "completion_ids": c.token_ids,
         "logprobs": c.logprobs, "text": c.text, "reward_terms": s.terms, "rewards": s.reward, "anchor": node.anchor,
-        "success": False, "infra_error": s.infra_error,
+        "success": False, "infra_error": s.infra_error, "others_terms": s.others_terms,
+        "others_rewards": s.others_rewards,
     } for b, (c, s) in enumerate(zip(candidates, scored, strict=True))]
 
 

@@ -13,7 +13,7 @@ import hashlib
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
@@ -36,11 +36,22 @@ class NodeView:
 
 @dataclass(frozen=True)
 class Scored:
-    """One candidate's result: the acting agent's mixed reward, its reward terms, any infrastructure error."""
+    """One candidate's result.
+
+    Attributes:
+        reward: the acting agent's mixed reward (the env's ``rewards[agent]``).
+        terms: the acting agent's reward terms.
+        infra_error: non-empty when the env's infrastructure failed scoring the candidate.
+        others_terms: the reward terms the same step gave each other live agent (only those that received
+            anything: some term or their reward not 0).
+        others_rewards: those agents' rewards (same keys as ``others_terms``).
+    """
 
     reward: float
     terms: dict[str, float]
     infra_error: str
+    others_terms: dict[str, dict[str, float]] = field(default_factory=dict)
+    others_rewards: dict[str, float] = field(default_factory=dict)
 
 
 class EnvSlot:
@@ -109,7 +120,9 @@ class EnvSlot:
             env.step(texts[j])
             info = env.infos.get(agent, {})
             reward = float(env.rewards.get(agent, 0.0))
-            results[j] = Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or ""))
+            others_terms, others_rewards = _others(env, agent)
+            results[j] = Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or ""),
+                                others_terms, others_rewards)
             index = base + j
             self._rewards[index] = reward
             self._current = index
@@ -140,6 +153,23 @@ class EnvSlot:
 
     def close(self) -> None:
         self.env.close()
+
+
+def _others(env: Any, agent: str) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """The terms and rewards the step just taken gave every live agent but ``agent``, those that received anything.
+
+    A terms dict is kept whole (``mix`` needs ``team`` and ``local``) when any of its terms or the reward is not 0.
+    """
+    terms: dict[str, dict[str, float]] = {}
+    rewards: dict[str, float] = {}
+    for other in env.agents:
+        if other == agent:
+            continue
+        received = {name: float(v) for name, v in env.infos.get(other, {}).get("reward_terms", {}).items()}
+        reward = float(env.rewards.get(other, 0.0))
+        if reward != 0.0 or any(v != 0.0 for v in received.values()):
+            terms[other], rewards[other] = received, reward
+    return terms, rewards
 
 
 def _chooser(strategy: str, args: dict[str, Any]) -> Callable[[Sequence[float]], int]:

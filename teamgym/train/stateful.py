@@ -25,6 +25,13 @@ it is the row's own outcome only when the row lies on its episode's path, i.e. i
 per node). ``"mixed"``: the row's own reward (``alpha * team + local``, after the alpha mixer), mapped linearly from
 ``spo_reward_range = (low, high)`` onto [0, 1]; a reward outside that range is an error naming the field. Works with
 tree rollouts (each candidate its own reward) and trajectory rollouts.
+
+The ``mixed`` signal is the row's own-step reward only: what its agent received on *other* agents' steps
+(``others_rewards``, credited to the receiving agent's turns by the trajectory columns of ``team_gigpo``) is left out
+on purpose. In a tree rollout only the chosen candidate has later steps, so crediting them would compare a chosen
+candidate's continuation with its siblings' nothing, and the signal (and ``spo_reward_range``) would mean different
+things in the two rollouts. So ``plan_path``'s tool, whose team term arrives on the planner's step, tracks only its
+local terms under ``mixed``; to track the team's outcome use ``spo_reward="success"``.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import json
 import logging
 import random
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import teamgym
 from teamgym.algos import AlphaMixer, BanditAlpha, StaticAlpha, dynamic_sampling_mask, informative_groups_per_1000
 from teamgym.core.rewards import mix
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
+from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling, task_seed
 from teamgym.rollout.hf import HFPolicy
 from teamgym.rollout.sampling import SamplingParams
@@ -39,7 +41,7 @@ from teamgym.train.sft import collect_demonstrations, sft_step
 from teamgym.train.stateful import STATEFUL_ESTIMATORS, TrackerEstimator
 from teamgym.train.update import policy_update
 
-__all__ = ["Trainer", "train"]
+__all__ = ["Trainer", "train", "remix_rewards"]
 
 logger = logging.getLogger(__name__)
 
@@ -342,10 +344,7 @@ class Trainer:
         alphas = {}
         if self.mixer is not None:
             alphas = {agent: self.mixer.alpha_for(agent) for agent in self.roles}
-            train_batch.rewards = torch.tensor(
-                [mix(terms, alphas[agent]) for terms, agent in zip(train_batch.reward_terms, train_batch.agent)],
-                dtype=train_batch.rewards.dtype,
-            )
+            remix_rewards(train_batch, alphas)
             team = [terms["team"] for terms in train_batch.reward_terms]
             self.mixer.update({"team_return": float(np.mean(team)) if team else 0.0})
         if self.estimator is not None:
@@ -395,12 +394,17 @@ class Trainer:
         batch = result.batch
         row: dict[str, Any] = {"step": self.step, "success": result.success_rate,
                                "reward/mean": float(batch.rewards.mean()) if len(batch) else 0.0}
+        # reward/<agent>/...: the agent's own-step terms averaged over its candidates (what its tree groups compare);
+        # return/<agent>: everything it received per episode, on other agents' steps too (the env's summaries).
         for agent in sorted(set(batch.agent)):
             rows = [i for i, a in enumerate(batch.agent) if a == agent]
             row[f"reward/{agent}/mixed"] = float(batch.rewards[rows].mean())
             names = sorted({k for i in rows for k in batch.reward_terms[i]})
             for name in names:
                 row[f"reward/{agent}/{name}"] = float(np.mean([batch.reward_terms[i].get(name, 0.0) for i in rows]))
+            returns = [e["returns"][agent] for e in result.episodes if agent in e.get("returns", {})]
+            if returns:
+                row[f"return/{agent}"] = float(np.mean(returns))
         if advantages.numel():
             row.update({"advantage/mean": float(advantages.mean()), "advantage/std": float(advantages.std()) if
                         advantages.numel() > 1 else 0.0, "advantage/min": float(advantages.min()),
@@ -437,6 +441,18 @@ class Trainer:
                 logger.warning("no learning-curve plot: %s", err)
         (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
+
+
+def remix_rewards(batch: AgentTurnBatch, alphas: Mapping[str, float]) -> None:
+    """Re-mix the batch's rewards in place, ``alpha[agent] * team + local`` with each receiving agent's alpha.
+
+    Both the acting agents' ``rewards`` and what other agents received on each row's step (``others_rewards``,
+    from ``others_terms``), so that everything the estimators read uses one alpha per agent.
+    """
+    batch.rewards = torch.tensor([mix(terms, alphas[agent]) for terms, agent in zip(batch.reward_terms, batch.agent)],
+                                 dtype=batch.rewards.dtype)
+    batch.others_rewards = [{other: mix(terms, alphas[other]) for other, terms in others.items()}
+                            for others in batch.others_terms]
 
 
 def _dataset_split(env: Any, eval_tasks: int) -> tuple[list[Any], list[Any]] | None:

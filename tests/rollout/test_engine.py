@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import partial
 
 import pytest
@@ -211,7 +212,10 @@ class ReferenceSlot(EnvSlot):
             env.step(text)
             info = env.infos.get(agent, {})
             reward = float(env.rewards.get(agent, 0.0))
-            results.append(Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or "")))
+            others = {a: (dict(env.infos[a]["reward_terms"]), float(env.rewards[a])) for a in env.agents if a != agent}
+            received = {a: v for a, v in others.items() if v[1] != 0.0 or any(t != 0.0 for t in v[0].values())}
+            results.append(Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or ""),
+                                  {a: v[0] for a, v in received.items()}, {a: v[1] for a, v in received.items()}))
             return reward
 
         step = tree_step(self._state, list(texts), restore=partial(_restore, env), act=act,
@@ -276,3 +280,30 @@ def test_slot_skips_copies_it_does_not_need():
     assert len({s.reward for s in scored}) == 1 and chosen == 0  # all tie: the first is chosen
     # node snapshot + the first candidate to act (branch 1); restores before branches 2, 3 and 0 only
     assert counts == {"snapshot": 2, "restore": 3}
+
+
+def test_others_terms_survive_select_concat_and_rows_without_them(tmp_path):
+    env_fn = partial(teamgym.make, "plan_path-v0", size=4, max_turns=2)
+    engine = RolloutEngine(env_fn, {"tool": ScriptedPolicy(plan_text), "planner": ScriptedPolicy(plan_text)},
+                           tree=TreeSampling(k=2))
+    batch = engine.rollout([1, 2]).batch
+    engine.close()
+    for terms, rewards, agent in zip(batch.others_terms, batch.others_rewards, batch.agent, strict=True):
+        assert set(terms) == set(rewards) and agent not in terms
+        if agent == "tool":
+            assert terms == {}  # the tool's step pays nobody else
+        elif terms:  # the planner's step pays the tool the team term, and only it
+            assert set(terms) == {"tool"} and terms["tool"]["team"] != 0.0
+            assert rewards["tool"] == pytest.approx(terms["tool"]["team"])
+    assert any(batch.others_terms)
+    both = AgentTurnBatch.concat([batch, batch.select(~batch.chosen)])
+    unchosen = [i for i in range(len(batch)) if not batch.chosen[i]]
+    assert both.others_terms == batch.others_terms + [batch.others_terms[i] for i in unchosen]
+    assert both.others_rewards == batch.others_rewards + [batch.others_rewards[i] for i in unchosen]
+    old_rows = [{k: v for k, v in row.items() if k not in ("others_terms", "others_rewards")} for row in batch.rows()]
+    old = AgentTurnBatch.from_rows(old_rows)
+    assert old.others_terms == [{}] * len(batch) and old.others_rewards == [{}] * len(batch)
+    assert old.select(old.chosen).others_terms == [{}] * int(batch.chosen.sum())
+    path = tmp_path / "rows.jsonl"
+    batch.to_jsonl(path)
+    assert [json.loads(line)["others_terms"] for line in path.read_text().splitlines()] == batch.others_terms

@@ -48,8 +48,9 @@ def test_metrics_have_one_row_per_step_with_the_documented_keys(tmp_path):
     summary = train(config)
     rows = read_metrics(config.output_dir)
     assert [r["step"] for r in rows] == [0, 1, 2, 3]
-    for key in ("success", "reward/speaker/team", "reward/listener/echo", "reward/speaker/mixed", "advantage/mean",
-                "advantage/std", "kl", "entropy", "tokens_per_s", "env_time_share", "loss"):
+    for key in ("success", "reward/speaker/team", "reward/listener/echo", "reward/speaker/mixed", "return/speaker",
+                "return/listener", "advantage/mean", "advantage/std", "kl", "entropy", "tokens_per_s", "env_time_share",
+                "loss"):
         assert key in rows[0], key
     assert Path(summary["plot"]).exists()
     assert json.loads((Path(config.output_dir) / "summary.json").read_text())["steps"] == 4
