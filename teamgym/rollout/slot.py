@@ -70,7 +70,9 @@ class EnvSlot:
         self._at_node = False
         self._rewards: list[float] = []  # every branch of the open node, in candidate order
         self._snapshots: dict[int, Any] = {}  # branch index -> its child state, for those that can be chosen
-        self._best: tuple[float, int] | None = None
+        self._scored: dict[int, Scored] = {}  # branch index -> its result, for the branches that were stepped
+        self._seen: dict[str, int] = {}  # candidate text -> the first branch stepped with it
+        self._best: tuple[float, int] | None = None  # (reward, -index) of the best branch so far
         self._current = -1  # the branch whose child state the env is in (-1: the node state or none)
 
     def reset(self, task_id: Any, seed: int) -> list[str]:
@@ -87,7 +89,9 @@ class EnvSlot:
         self._at_node = True  # the env has not acted since the snapshot
         self._rewards = []
         self._snapshots = {}
-        self._best: tuple[float, int] | None = None  # (reward, -index) of the best branch so far
+        self._scored = {}
+        self._seen = {}
+        self._best = None
         self._current = -1
         anchor = hashlib.sha1(env.observe(agent)["prompt"].encode("utf-8")).hexdigest()[:16]
         return NodeView(agent, int(getattr(env, "turn", 0)), self.prompt_formatter(env, agent), anchor)
@@ -100,13 +104,19 @@ class EnvSlot:
 
         The semantics are :func:`teamgym.algos.tree_step`'s (every candidate acts on the node state, never on a
         sibling's result; the env ends in the chosen child's state; greedy takes the first of tied best rewards)
-        without the copies it does not need. Candidates act from the node state, so the order they act in does
-        not change their results; they act in the order 2, 3, ..., K, 1, so that when rewards tie (common: early
-        in training every candidate earns the same format penalty) the chosen first candidate acted last and the
-        env is already in its state. The first to act uses the live env, still in the node state it was just
-        snapshotted in. Under the greedy rule a candidate that ranks below one that already acted can never be
-        chosen, so only those that rank first when they act are snapshotted (``top_m`` keeps every snapshot;
-        ``adaptive`` also keeps the last one's, since more candidates may follow).
+        without the work it does not need:
+
+        * candidates act from the node state, so the order they act in does not change their results; they act in
+          the order 2, 3, ..., K, 1, so that when rewards tie (common: early in training every candidate earns the
+          same format penalty) the chosen first candidate acted last and the env is already in its state;
+        * the first to act uses the live env, still in the node state it was just snapshotted in;
+        * under the greedy rule a candidate that ranks below one that already acted can never be chosen, so only
+          those that rank first when they act are snapshotted (``top_m`` keeps every snapshot; ``adaptive`` also
+          keeps the last one's, since more candidates may follow);
+        * a candidate whose text repeats an earlier one at this node is not stepped again: the env contract (the
+          same action from a restored state gives identical rewards and infos, checked by ``check_env``) makes its
+          result the earlier one's, and its child state is the earlier one's snapshot. A trained policy often
+          repeats itself, and a repeated program then costs no second sandbox run.
         """
         env, agent = self.env, self._agent
         base = len(self._rewards)
@@ -114,6 +124,22 @@ class EnvSlot:
         results: list[Scored | None] = [None] * len(texts)
         self._rewards.extend([math.nan] * len(texts))
         for position, j in enumerate(order):
+            index = base + j
+            last = position == len(order) - 1 and strategy != "adaptive"
+            earlier = self._seen.get(texts[j])
+            if earlier is not None:
+                reward = self._rewards[earlier]
+                rank = (reward, -index)
+                best = not math.isfinite(reward) or rank > self._best
+                if not best or earlier in self._snapshots:  # never chosen, or its state is already saved
+                    results[j] = _copy(self._scored[earlier])
+                    self._rewards[index] = reward
+                    if best:
+                        self._best = rank
+                        self._snapshots[index] = self._snapshots[earlier]
+                    elif strategy == "top_m" and earlier in self._snapshots:
+                        self._snapshots[index] = self._snapshots[earlier]
+                    continue
             if not self._at_node:
                 _restore(env, self._state)
             self._at_node = False
@@ -123,14 +149,14 @@ class EnvSlot:
             others_terms, others_rewards = _others(env, agent)
             results[j] = Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or ""),
                                 others_terms, others_rewards)
-            index = base + j
+            self._scored[index] = results[j]
+            self._seen.setdefault(texts[j], index)
             self._rewards[index] = reward
             self._current = index
             rank = (reward, -index)
             best = not math.isfinite(reward) or self._best is None or rank > self._best
             if best:
                 self._best = rank
-            last = position == len(order) - 1 and strategy != "adaptive"
             if strategy == "top_m" or (best and not last):
                 self._snapshots[index] = _snapshot(env)
         chosen = _chooser(strategy, choose_args)(self._rewards)
@@ -153,6 +179,12 @@ class EnvSlot:
 
     def close(self) -> None:
         self.env.close()
+
+
+def _copy(scored: Scored) -> Scored:
+    """An equal result with its own dicts (rows never share mutable terms)."""
+    return Scored(scored.reward, dict(scored.terms), scored.infra_error,
+                  {a: dict(t) for a, t in scored.others_terms.items()}, dict(scored.others_rewards))
 
 
 def _others(env: Any, agent: str) -> tuple[dict[str, dict[str, float]], dict[str, float]]:

@@ -307,3 +307,23 @@ def test_others_terms_survive_select_concat_and_rows_without_them(tmp_path):
     path = tmp_path / "rows.jsonl"
     batch.to_jsonl(path)
     assert [json.loads(line)["others_terms"] for line in path.read_text().splitlines()] == batch.others_terms
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "top_m"])
+def test_repeated_candidates_are_not_stepped_again(strategy):
+    env_fn = partial(teamgym.make, "plan_path-v0", size=4, max_turns=2)
+    slot = EnvSlot(env_fn, lambda env, agent: env.observe(agent)["prompt"])
+    slot.reset(1, 0)
+    slot.open_node()
+    slot.expand(["no code"], "greedy", {})  # the tool acts; the planner's node is next
+    stepped = []
+    original = slot.env.step
+    slot.env.step = lambda action: (stepped.append(action), original(action))[1]
+    slot.open_node()
+    texts = ["Actions: D", "Actions: R", "Actions: D", "Actions: R", "Actions: R"]
+    scored, chosen = slot.expand(texts, strategy, {"seed": 0, "m": 3, "temperature": 1.0})
+    assert sorted(stepped) == ["Actions: D", "Actions: R"]
+    assert scored[0] == scored[2] and scored[1] == scored[3] == scored[4]
+    assert scored[0].terms is not scored[2].terms
+    reward, terms = slot.env.rewards[slot._agent], slot.env.infos[slot._agent]["reward_terms"]
+    assert reward == scored[chosen].reward and terms == scored[chosen].terms
