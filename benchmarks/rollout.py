@@ -6,30 +6,47 @@ bookkeeping). Prints a markdown table.
 
     python benchmarks/rollout.py                      # plan_path-v0, 8 tasks, K = 4, 0 and 2 env threads
     python benchmarks/rollout.py --env plan_path-v0 --tasks 16 --k 4 --max-tokens 40 --repeats 3
+    python benchmarks/rollout.py --checkpoint runs/plan_path --max-tokens 0   # the main job's trained model
+
+A random-init model writes ``max_tokens`` of noise at every node; a trained one writes short answers and programs
+the env runs in the sandbox, so the env's share is much larger with ``--checkpoint``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from functools import partial
+from pathlib import Path
 
 import torch
 
 import teamgym
 from teamgym.rollout import HFPolicy, RolloutEngine, SamplingParams, TreeSampling
+from teamgym.train.checkpoint import load_latest_checkpoint
 from teamgym.train.presets import get_preset
 
 
+def tiny_policy(n_layer: int, n_embd: int, checkpoint: str | None) -> HFPolicy:
+    """The random-init tiny model, or the shared model of a ``teamgym train`` output dir's newest checkpoint."""
+    if checkpoint is None:
+        return HFPolicy.tiny(seed=0, n_layer=n_layer, n_embd=n_embd)
+    config = json.loads((Path(checkpoint) / "config.json").read_text())
+    policy = HFPolicy.tiny(seed=0, n_layer=config["n_layer"], n_embd=config["n_embd"], n_head=config["n_head"])
+    policy.model.load_state_dict(load_latest_checkpoint(checkpoint)[1]["models"]["shared"])
+    return policy
+
+
 def measure(env_id: str, tasks: int, k: int, max_tokens: int, workers: int, repeats: int, prompt_format: str,
-            n_layer: int, n_embd: int) -> dict[str, float]:
+            policy: HFPolicy) -> dict[str, float]:
     preset = get_preset(env_id, prompt_format)
     env_kwargs = dict(preset.env_kwargs)
     probe = teamgym.make(env_id, **env_kwargs)
     roles = list(probe.possible_agents)
     probe.close()
-    policy = HFPolicy.tiny(seed=0, n_layer=n_layer, n_embd=n_embd)
-    engine = RolloutEngine(lambda: teamgym.make(env_id, **env_kwargs), {r: policy for r in roles},
-                           sampling=SamplingParams(max_tokens=max_tokens), tree=TreeSampling(k=k),
+    engine = RolloutEngine(partial(teamgym.make, env_id, **env_kwargs), {r: policy for r in roles},
+                           sampling=SamplingParams(max_tokens=max_tokens or preset.max_tokens), tree=TreeSampling(k=k),
                            prompt_formatter=preset.prompt, env_workers=workers, seed=0)
     engine.rollout(list(range(tasks)))  # warm-up: env pools, sandbox servers, torch kernels
     totals = {"rows": 0, "tokens": 0, "generate": 0.0, "env": 0.0, "total": 0.0}
@@ -54,23 +71,26 @@ def main() -> None:
     parser.add_argument("--env", default="plan_path-v0")
     parser.add_argument("--tasks", type=int, default=8)
     parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--max-tokens", type=int, default=40)
+    parser.add_argument("--max-tokens", type=int, default=40, help="completion budget (0: the env preset's)")
     parser.add_argument("--workers", type=int, nargs="+", default=[0, 2])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--prompt-format", default="compact", choices=["compact", "env"])
     parser.add_argument("--n-layer", type=int, default=2)
     parser.add_argument("--n-embd", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--checkpoint", help="a `teamgym train` output dir: use its trained model")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"env `{args.env}`, {args.tasks} tasks x K={args.k}, max_tokens={args.max_tokens}, tiny GPT-2 "
-          f"({args.n_layer} layers, width {args.n_embd}), {args.prompt_format} prompts, {args.repeats} rollouts, "
-          f"torch threads={args.threads}\n")
+    policy = tiny_policy(args.n_layer, args.n_embd, args.checkpoint)
+    config = policy.model.config
+    model = f"trained in {args.checkpoint}" if args.checkpoint else "random init"
+    print(f"env `{args.env}`, {args.tasks} tasks x K={args.k}, max_tokens={args.max_tokens or 'preset'}, tiny GPT-2 "
+          f"({config.n_layer} layers, width {config.n_embd}, {model}), {args.prompt_format} prompts, "
+          f"{args.repeats} rollouts, torch threads={args.threads}\n")
     print("| env threads | agent-turns/s | tokens/s | generate | env + sandbox | bookkeeping | outside generation |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for workers in args.workers:
-        m = measure(args.env, args.tasks, args.k, args.max_tokens, workers, args.repeats, args.prompt_format,
-                    args.n_layer, args.n_embd)
+        m = measure(args.env, args.tasks, args.k, args.max_tokens, workers, args.repeats, args.prompt_format, policy)
         print(f"| {workers} | {m['agent_turns_per_s']:.1f} | {m['tokens_per_s']:.0f} | {100 * m['generate']:.1f}% "
               f"| {100 * m['env']:.1f}% | {100 * m['other']:.1f}% | {100 * m['outside']:.1f}% |")
 
