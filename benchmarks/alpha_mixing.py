@@ -1,0 +1,73 @@
+"""Reward mixing at equal budget: static alpha in {0, 0.5, 1, 2} against the bandit over alpha (ALGORITHMS.md gap 3).
+
+Every run is the embedded main job (``teamgym train`` defaults: tiny GPT-2, 300 warm-start SFT steps on the scripted
+oracle, then AT-GRPO on ``plan_path-v0`` 4x4 grids, 8 tasks x K = 4 per step) with only the reward mixer changed, so
+all runs spend the same number of completions and updates. The advantages see ``alpha * team + local``; the tree
+still advances on the env's own rewards. Reports held-out success (greedy and sampled, 200 tasks) after RL, the
+mean team term over the last quarter of training, and for the bandit how often it picked each alpha.
+
+    python benchmarks/alpha_mixing.py --seeds 0 1            # 5 mixers x 2 seeds, about 2 minutes a run
+    python benchmarks/alpha_mixing.py --steps 10 --seeds 0   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from teamgym.train import TrainConfig, train
+from teamgym.train.metrics import read_metrics
+
+MIXERS = [("static", 0.0), ("static", 0.5), ("static", 1.0), ("static", 2.0), ("bandit", 1.0)]
+
+
+def run(mixer: str, alpha: float, seed: int, steps: int, root: Path) -> dict:
+    out = root / f"{mixer}-{alpha}-{seed}"
+    config = TrainConfig(alpha_mixer=mixer, alpha=alpha, seed=seed, steps=steps, output_dir=str(out),
+                         progress_bar=False, plot=False, checkpoint_every=max(steps, 1))
+    summary = train(config)
+    rows = read_metrics(out)
+    tail = rows[-max(1, len(rows) // 4):]
+    team = [np.mean([v for k, v in r.items() if k.startswith("reward/") and k.endswith("/team")]) for r in tail]
+    picks = Counter(r[k] for r in rows for k in r if k.startswith("alpha/"))
+    return {"success": summary["heldout_success_after"], "sampled": summary["heldout_sampled_success_after"],
+            "sft": summary["heldout_success_after_sft"], "team_tail": float(np.mean(team)), "picks": picks}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=TrainConfig.steps)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--json", help="also write every run's numbers to this file")
+    args = parser.parse_args()
+    results: dict[str, list[dict]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for mixer, alpha in MIXERS:
+            label = f"static alpha = {alpha:g}" if mixer == "static" else "bandit over {0, 0.5, 1, 2}"
+            results[label] = [run(mixer, alpha, seed, args.steps, Path(tmp)) for seed in args.seeds]
+            print(f"done: {label}: {[(r['success'], r['sampled']) for r in results[label]]}", flush=True)
+    print(f"\n{args.steps} AT-GRPO steps after the warm start, seeds {args.seeds}; mean over seeds (per seed)\n")
+    print("| reward mixer | held-out success (greedy) | sampled | team term, last quarter | alphas picked |")
+    print("|---|---:|---:|---:|---|")
+    for label, runs in results.items():
+        per_seed = ", ".join(f"{r['success']:.3f}" for r in runs)
+        sampled = ", ".join(f"{r['sampled']:.3f}" for r in runs)
+        picks = sum((r["picks"] for r in runs), Counter()) if label.startswith("bandit") else Counter()
+        total = sum(picks.values()) or 1
+        shown = ", ".join(f"{a:g}: {100 * n / total:.0f}%" for a, n in sorted(picks.items())) or "-"
+        print(f"| {label} | {np.mean([r['success'] for r in runs]):.3f} ({per_seed}) "
+              f"| {np.mean([r['sampled'] for r in runs]):.3f} ({sampled}) "
+              f"| {np.mean([r['team_tail'] for r in runs]):.3f} | {shown} |")
+    print(f"\nafter the warm start (same for every mixer): {[r['sft'] for r in next(iter(results.values()))]}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({k: [{**r, "picks": dict(r["picks"])} for r in v]
+                                               for k, v in results.items()}, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
