@@ -14,29 +14,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from teamgym.train import TrainConfig, train
-from teamgym.train.metrics import read_metrics
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _training import run_main_job  # noqa: E402
+
+from teamgym.train import TrainConfig  # noqa: E402
 
 MIXERS = [("static", 0.0), ("static", 0.5), ("static", 1.0), ("static", 2.0), ("bandit", 1.0)]
-
-
-def run(mixer: str, alpha: float, seed: int, steps: int, root: Path) -> dict:
-    out = root / f"{mixer}-{alpha}-{seed}"
-    config = TrainConfig(alpha_mixer=mixer, alpha=alpha, seed=seed, steps=steps, output_dir=str(out),
-                         progress_bar=False, plot=False, checkpoint_every=max(steps, 1))
-    summary = train(config)
-    rows = read_metrics(out)
-    tail = rows[-max(1, len(rows) // 4):]
-    team = [np.mean([v for k, v in r.items() if k.startswith("reward/") and k.endswith("/team")]) for r in tail]
-    picks = Counter(r[k] for r in rows for k in r if k.startswith("alpha/"))
-    return {"success": summary["heldout_success_after"], "sampled": summary["heldout_sampled_success_after"],
-            "sft": summary["heldout_success_after_sft"], "team_tail": float(np.mean(team)), "picks": picks}
 
 
 def main() -> None:
@@ -49,7 +39,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for mixer, alpha in MIXERS:
             label = f"static alpha = {alpha:g}" if mixer == "static" else "bandit over {0, 0.5, 1, 2}"
-            results[label] = [run(mixer, alpha, seed, args.steps, Path(tmp)) for seed in args.seeds]
+            results[label] = [run_main_job({"alpha_mixer": mixer, "alpha": alpha}, seed, args.steps,
+                                           Path(tmp) / f"{mixer}-{alpha}-{seed}") for seed in args.seeds]
             print(f"done: {label}: {[(r['success'], r['sampled']) for r in results[label]]}", flush=True)
     print(f"\n{args.steps} AT-GRPO steps after the warm start, seeds {args.seeds}; mean over seeds (per seed)\n")
     print("| reward mixer | held-out success (greedy) | sampled | team term, last quarter | alphas picked |")

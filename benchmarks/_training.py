@@ -1,0 +1,27 @@
+"""Shared by the training comparisons: run the main job with some config fields changed and read its results."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from teamgym.train import TrainConfig, train
+from teamgym.train.metrics import read_metrics
+
+
+def run_main_job(overrides: dict[str, Any], seed: int, steps: int, output_dir: Path) -> dict[str, Any]:
+    """The main job (``teamgym train`` defaults) with ``overrides``: held-out success after the warm start and
+    after RL (greedy and sampled), the mean team term over the last quarter of RL, RL wall seconds, alphas used."""
+    config = TrainConfig(**{**overrides, "seed": seed, "steps": steps, "output_dir": str(output_dir),
+                            "progress_bar": False, "plot": False, "checkpoint_every": max(steps, 1)})
+    summary = train(config)
+    rows = read_metrics(output_dir)
+    tail = rows[-max(1, len(rows) // 4):]
+    team = [np.mean([v for k, v in r.items() if k.startswith("reward/") and k.endswith("/team")]) for r in tail]
+    return {"success": summary["heldout_success_after"], "sampled": summary["heldout_sampled_success_after"],
+            "sft": summary["heldout_success_after_sft"], "team_tail": float(np.mean(team)),
+            "rl_seconds": float(sum(r["step_seconds"] for r in rows)),
+            "picks": Counter(r[k] for r in rows for k in r if k.startswith("alpha/"))}
