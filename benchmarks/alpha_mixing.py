@@ -33,13 +33,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="learning rate of every run")
     parser.add_argument("--json", help="also write every run's numbers to this file")
     args = parser.parse_args()
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mixer, alpha in MIXERS:
             label = f"static alpha = {alpha:g}" if mixer == "static" else "bandit over {0, 0.5, 1, 2}"
-            results[label] = [run_main_job({"alpha_mixer": mixer, "alpha": alpha}, seed, args.steps,
+            results[label] = [run_main_job({"alpha_mixer": mixer, "alpha": alpha, "lr": args.lr}, seed, args.steps,
                                            Path(tmp) / f"{mixer}-{alpha}-{seed}") for seed in args.seeds]
             print(f"done: {label}: {[(r['success'], r['sampled']) for r in results[label]]}", flush=True)
     print(f"\n{args.steps} AT-GRPO steps after the warm start, seeds {args.seeds}; mean over seeds (per seed)\n")

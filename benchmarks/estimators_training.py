@@ -33,12 +33,13 @@ def main() -> None:
     parser.add_argument("--algos", nargs="+", default=ALGOS)
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="learning rate of every run")
     parser.add_argument("--json", help="also write every run's numbers to this file")
     args = parser.parse_args()
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for algo in args.algos:
-            results[algo] = [run_main_job({"algo": algo}, seed, args.steps, Path(tmp) / f"{algo}-{seed}")
+            results[algo] = [run_main_job({"algo": algo, "lr": args.lr}, seed, args.steps, Path(tmp) / f"{algo}-{seed}")
                              for seed in args.seeds]
             print(f"done: {algo}: {[(r['success'], r['sampled']) for r in results[algo]]}", flush=True)
     print(f"\n{args.steps} RL steps after the warm start, seeds {args.seeds}; mean over seeds (per seed)\n")

@@ -82,7 +82,8 @@ class TrainConfig:
             GPU). Ray does not count the trainer's own GPU.
         max_new_tokens: completion budget (0 = the preset's).
         temperature: sampling temperature for training rollouts (evaluation is greedy).
-        lr: Adam learning rate of every role.
+        lr: Adam learning rate of every role (1e-4: over five seeds of the main job 5e-4 fell below the warm start
+            on four, 1e-4 rose above it on four; docs/training.md).
         role_lr: per-role learning rates overriding ``lr`` (needs ``shared_model=False``), e.g. ``{"tool": 1e-4}``.
         weight_decay: AdamW weight decay.
         micro_batch_size: rows per forward/backward pass (gradients are accumulated over the batch).
@@ -155,7 +156,7 @@ class TrainConfig:
     vllm_gpus_per_engine: float = 0.0
     max_new_tokens: int = 0
     temperature: float = 1.0
-    lr: float = 5e-4
+    lr: float = 1e-4
     role_lr: dict[str, float] = field(default_factory=dict)
     weight_decay: float = 0.0
     micro_batch_size: int = 64
