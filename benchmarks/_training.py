@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,3 +26,15 @@ def run_main_job(overrides: dict[str, Any], seed: int, steps: int, output_dir: P
             "sft": summary["heldout_success_after_sft"], "team_tail": float(np.mean(team)),
             "rl_seconds": float(sum(r["step_seconds"] for r in rows)),
             "picks": Counter(r[k] for r in rows for k in r if k.startswith("alpha/"))}
+
+
+def mean_cell(runs: list[dict[str, Any]], key: str) -> str:
+    """``"mean (seed values)"`` of ``key`` over a setting's runs, for a markdown table."""
+    return f"{np.mean([r[key] for r in runs]):.3f} ({', '.join(f'{r[key]:.3f}' for r in runs)})"
+
+
+def write_json(path: str | None, results: dict[str, list[dict[str, Any]]]) -> None:
+    """Every run's numbers as JSON (when ``path`` is given)."""
+    if path:
+        Path(path).write_text(json.dumps({k: [{**r, "picks": dict(r["picks"])} for r in v] for k, v in results.items()},
+                                         indent=2, default=str))

@@ -13,7 +13,6 @@ mean team term over the last quarter of training, and for the bandit how often i
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from collections import Counter
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _training import run_main_job  # noqa: E402
+from _training import mean_cell, run_main_job, write_json  # noqa: E402
 
 from teamgym.train import TrainConfig  # noqa: E402
 
@@ -47,18 +46,13 @@ def main() -> None:
     print("| reward mixer | held-out success (greedy) | sampled | team term, last quarter | alphas picked |")
     print("|---|---:|---:|---:|---|")
     for label, runs in results.items():
-        per_seed = ", ".join(f"{r['success']:.3f}" for r in runs)
-        sampled = ", ".join(f"{r['sampled']:.3f}" for r in runs)
         picks = sum((r["picks"] for r in runs), Counter()) if label.startswith("bandit") else Counter()
         total = sum(picks.values()) or 1
         shown = ", ".join(f"{a:g}: {100 * n / total:.0f}%" for a, n in sorted(picks.items())) or "-"
-        print(f"| {label} | {np.mean([r['success'] for r in runs]):.3f} ({per_seed}) "
-              f"| {np.mean([r['sampled'] for r in runs]):.3f} ({sampled}) "
+        print(f"| {label} | {mean_cell(runs, 'success')} | {mean_cell(runs, 'sampled')} "
               f"| {np.mean([r['team_tail'] for r in runs]):.3f} | {shown} |")
     print(f"\nafter the warm start (same for every mixer): {[r['sft'] for r in next(iter(results.values()))]}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({k: [{**r, "picks": dict(r["picks"])} for r in v]
-                                               for k, v in results.items()}, indent=2, default=str))
+    write_json(args.json, results)
 
 
 if __name__ == "__main__":

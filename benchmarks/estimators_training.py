@@ -13,7 +13,6 @@ held-out success (greedy and sampled, 200 tasks) after RL and the RL wall time.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _training import run_main_job  # noqa: E402
+from _training import mean_cell, run_main_job, write_json  # noqa: E402
 
 from teamgym.train import TrainConfig  # noqa: E402
 
@@ -46,15 +45,10 @@ def main() -> None:
     print("| `--algo` | held-out success (greedy) | sampled | RL seconds |")
     print("|---|---:|---:|---:|")
     for algo, runs in results.items():
-        greedy = ", ".join(f"{r['success']:.3f}" for r in runs)
-        sampled = ", ".join(f"{r['sampled']:.3f}" for r in runs)
-        print(f"| `{algo}` | {np.mean([r['success'] for r in runs]):.3f} ({greedy}) "
-              f"| {np.mean([r['sampled'] for r in runs]):.3f} ({sampled}) "
+        print(f"| `{algo}` | {mean_cell(runs, 'success')} | {mean_cell(runs, 'sampled')} "
               f"| {np.mean([r['rl_seconds'] for r in runs]):.0f} |")
     print(f"\nafter the warm start (same for every estimator): {[r['sft'] for r in next(iter(results.values()))]}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({k: [{**r, "picks": dict(r["picks"])} for r in v]
-                                               for k, v in results.items()}, indent=2, default=str))
+    write_json(args.json, results)
 
 
 if __name__ == "__main__":
