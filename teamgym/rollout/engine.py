@@ -5,9 +5,10 @@ tree per episode):
 
 1. every active env snapshots its state and renders the acting agent's prompt;
 2. prompts are batched **per policy** (a shared model serves all roles in one call) and each gets ``k`` completions;
-3. for each env, :func:`teamgym.algos.tree_step` scores every candidate from a fresh ``restore`` of the node state
-   (never a sibling's), picks one with the strategy's rule (AT-GRPO: greedy), and leaves the env in the chosen
-   child's state, from which the next agent of the turn proposes (arXiv 2510.11062, Sec. 4.2);
+3. for each env, the slot scores every candidate from the node state with :func:`teamgym.algos.tree_step`'s
+   semantics (never from a sibling's state; :meth:`EnvSlot.expand` leaves out copies that would change nothing),
+   picks one with the strategy's rule (AT-GRPO: greedy), and leaves the env in the chosen child's state, from which
+   the next agent of the turn proposes (arXiv 2510.11062, Sec. 4.2);
 4. one row per candidate is recorded, keyed by (episode, agent, turn, step) so groups never mix tasks, with what
    the candidate's step gave the other agents (``others_terms``, ``others_rewards``).
 

@@ -129,15 +129,13 @@ class EnvSlot:
             earlier = self._seen.get(texts[j])
             if earlier is not None:
                 reward = self._rewards[earlier]
-                rank = (reward, -index)
-                best = not math.isfinite(reward) or rank > self._best
+                best = self._leads(reward, index)
                 if not best or earlier in self._snapshots:  # never chosen, or its state is already saved
                     results[j] = _copy(self._scored[earlier])
                     self._rewards[index] = reward
                     if best:
-                        self._best = rank
-                        self._snapshots[index] = self._snapshots[earlier]
-                    elif strategy == "top_m" and earlier in self._snapshots:
+                        self._best = (reward, -index)
+                    if earlier in self._snapshots:
                         self._snapshots[index] = self._snapshots[earlier]
                     continue
             if not self._at_node:
@@ -153,10 +151,9 @@ class EnvSlot:
             self._seen.setdefault(texts[j], index)
             self._rewards[index] = reward
             self._current = index
-            rank = (reward, -index)
-            best = not math.isfinite(reward) or self._best is None or rank > self._best
+            best = self._leads(reward, index)
             if best:
-                self._best = rank
+                self._best = (reward, -index)
             if strategy == "top_m" or (best and not last):
                 self._snapshots[index] = _snapshot(env)
         chosen = _chooser(strategy, choose_args)(self._rewards)
@@ -164,6 +161,11 @@ class EnvSlot:
             _restore(env, self._snapshots[chosen])
             self._current = chosen
         return [r for r in results if r is not None], chosen
+
+    def _leads(self, reward: float, index: int) -> bool:
+        """Whether branch ``index`` with ``reward`` ranks above every branch so far (greedy: the higher reward, then
+        the lower index; a NaN reward always counts, as argmax may pick it)."""
+        return not math.isfinite(reward) or self._best is None or (reward, -index) > self._best
 
     def done(self) -> bool:
         env = self.env
@@ -256,4 +258,3 @@ class LocalSlots:
             slot.close()
         if self._pool is not None:
             self._pool.shutdown()
-
