@@ -17,13 +17,22 @@ Strategies (``TreeSampling.strategy``): ``"greedy"`` (AT-GRPO), ``"top_m"`` (sto
 use the sandbox can be stepped from a thread pool (``env_workers``; the sandbox's subprocesses release the GIL) or
 from Ray actors (``slots=RaySlots(...)``): envs live in :class:`~teamgym.rollout.slot.EnvSlot` objects that exchange
 only plain data with the engine.
+
+**Waves** (``waves > 1``) overlap env time with generation. The episodes are split into that many waves, each played
+in lockstep as above; a background thread runs the waves' env work (steps, the sandbox, snapshots) while the calling
+thread generates for the next wave, so an env step waits only when its wave's completions are not ready yet. Every
+node still gets its ``k`` completions from one ``generate`` call per policy (the wave's), and the batch's rows come
+out in the lockstep order (step, then episode). Waves change which prompts share a ``generate`` call, so a sampling
+policy draws other samples; a policy that is a function of the prompt gives the same batch at any ``waves``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Generator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +96,8 @@ class RolloutResult:
         episodes: one summary per episode (the env's ``infos[agent]["episode"]`` plus ``episode_id``).
         completions: completions generated (the sampling budget spent).
         generate_seconds: wall time inside ``policy.generate``.
-        env_seconds: wall time in env ``restore``/``step``/``snapshot`` (including the sandbox).
+        env_seconds: time in env calls (reset, prompts, expansion with the sandbox, summaries). With ``waves > 1``
+            most of it overlaps generation: ``total_seconds - generate_seconds`` is the time outside generation.
         total_seconds: wall time of the whole rollout.
     """
 
@@ -116,12 +126,20 @@ class RolloutEngine:
         env_workers: threads stepping envs in parallel (0 = in the calling thread); useful for sandbox envs.
         seed: seeds the strategy's own generator (``top_m``).
         slots: where the envs live (default: :class:`LocalSlots` in this process; or Ray actors).
+        waves: how many waves the episodes are split into (1 = all in lockstep, one ``generate`` call per policy
+            per step). With 2 or more, one wave's env work runs in a background thread while the next wave's
+            prompts are generated (see the module doc): fewer prompts per call, env time hidden behind generation.
     """
 
     def __init__(self, env_fn: Callable[[], Any], policies: Mapping[str, Policy], *,
                  sampling: SamplingParams | None = None, tree: TreeSampling | None = None,
                  prompt_formatter: PromptFormatter = default_prompt, env_workers: int = 0, seed: int = 0,
-                 slots: SlotPool | None = None):
+                 slots: SlotPool | None = None, waves: int = 1):
+        if not isinstance(waves, int) or isinstance(waves, bool) or waves < 1:
+            raise InvalidArgumentError(f"waves={waves!r}: expected an int >= 1 (1 = lockstep, 2 = overlap env "
+                                       "steps with generation)")
+        self.waves = waves
+        self._env_thread = ThreadPoolExecutor(1, thread_name_prefix="teamgym-env") if waves > 1 else None
         self.policies = dict(policies)
         self.sampling = sampling or SamplingParams()
         self.tree = tree or TreeSampling()
@@ -133,6 +151,8 @@ class RolloutEngine:
 
     def close(self) -> None:
         """Close the envs (and the thread pool or actors holding them)."""
+        if self._env_thread is not None:
+            self._env_thread.shutdown()
         self.slots.close()
 
     # ------------------------------------------------------------------ state (checkpoints)
@@ -170,34 +190,20 @@ class RolloutEngine:
         unknown = sorted({a for names in agents for a in names} - set(self.policies))
         if unknown:
             raise InvalidArgumentError(f"no policy for agents {unknown}: pass policies={{agent: policy}} for each")
-        rows: list[dict[str, Any]] = []
+        # One draw per rollout; each node's strategy seed derives from it, the episode and the step, so the choice
+        # does not depend on the order in which waves reach their nodes.
+        base_seed = int(self.rng.integers(2**63))
+        nodes_rows: list[tuple[int, int, list[dict[str, Any]]]] = []  # (step, episode index, the node's rows)
         episodes: dict[int, dict[str, Any]] = {}
-        steps = [0] * len(task_ids)
-        active = list(range(len(task_ids)))
-        while active:
-            nodes: list[NodeView] = self._env_call(timing, "open_node", [(i, ()) for i in active])
-            first_k = tree.k0 if tree.strategy == "adaptive" else tree.k
-            candidates = self._generate(nodes, first_k, sampling, timing)
-            expanded = self._expand(timing, tree, active, candidates)
-            if tree.strategy == "adaptive":
-                more = [self.adaptive.extra([s.reward for s in scored]) for scored, _ in expanded]
-                for n in sorted({m for m in more if m > 0}):
-                    group = [j for j, m in enumerate(more) if m == n]
-                    extra = self._generate([nodes[j] for j in group], n, sampling, timing)
-                    results = self._expand(timing, tree, [active[j] for j in group], extra)
-                    for j, new, (scored, chosen) in zip(group, extra, results, strict=True):
-                        candidates[j] = candidates[j] + new
-                        expanded[j] = (expanded[j][0] + scored, chosen)
-            for j, i in enumerate(active):
-                scored, chosen = expanded[j]
-                rows.extend(_rows(nodes[j], candidates[j], scored, chosen, f"{episode_prefix}-{i}", task_ids[i],
-                                  steps[i]))
-                steps[i] += 1
-            finished = self._env_call(timing, "done", [(i, ()) for i in active])
-            ended = [i for i, over in zip(active, finished, strict=True) if over]
-            summaries = self._env_call(timing, "summary", [(i, (f"{episode_prefix}-{i}",)) for i in ended])
-            episodes.update(zip(ended, summaries, strict=True))
-            active = [i for i, over in zip(active, finished, strict=True) if not over]
+        waves = min(self.waves, len(task_ids))
+        plays = [self._play(list(range(w, len(task_ids), waves)), task_ids, episode_prefix, tree, base_seed, timing,
+                            nodes_rows, episodes) for w in range(waves)]
+        if waves == 1:
+            self._drive(plays[0], sampling, timing)
+        else:
+            self._drive_waves(plays, sampling, timing)
+        nodes_rows.sort(key=lambda node: node[:2])
+        rows = [row for _, _, node in nodes_rows for row in node]
         success = {e["episode_id"]: bool(e.get("success", False)) for e in episodes.values()}
         for row in rows:
             row["success"] = success[row["episode_id"]]
@@ -208,6 +214,65 @@ class RolloutEngine:
         )
 
     # ------------------------------------------------------------------ internals
+    def _play(self, wave: list[int], task_ids: Sequence[Any], episode_prefix: str, tree: TreeSampling,
+              base_seed: int, timing: dict[str, float], nodes_rows: list[tuple[int, int, list[dict[str, Any]]]],
+              episodes: dict[int, dict[str, Any]]) -> Generator[tuple[list[NodeView], int], list[list[Completion]],
+                                                                None]:
+        """Play the episodes of one wave in lockstep: yields ``(nodes, n)`` and is sent their completions."""
+        steps = dict.fromkeys(wave, 0)
+        active = list(wave)
+        while active:
+            nodes: list[NodeView] = self._env_call(timing, "open_node", [(i, ()) for i in active])
+            first_k = tree.k0 if tree.strategy == "adaptive" else tree.k
+            candidates = yield nodes, first_k
+            seeds = [_node_seed(base_seed, i, steps[i], 0) for i in active]
+            expanded = self._expand(timing, tree, active, candidates, seeds)
+            if tree.strategy == "adaptive":
+                more = [self.adaptive.extra([s.reward for s in scored]) for scored, _ in expanded]
+                for n in sorted({m for m in more if m > 0}):
+                    group = [j for j, m in enumerate(more) if m == n]
+                    extra = yield [nodes[j] for j in group], n
+                    seeds = [_node_seed(base_seed, active[j], steps[active[j]], n) for j in group]
+                    results = self._expand(timing, tree, [active[j] for j in group], extra, seeds)
+                    for j, new, (scored, chosen) in zip(group, extra, results, strict=True):
+                        candidates[j] = candidates[j] + new
+                        expanded[j] = (expanded[j][0] + scored, chosen)
+            for j, i in enumerate(active):
+                scored, chosen = expanded[j]
+                nodes_rows.append((steps[i], i, _rows(nodes[j], candidates[j], scored, chosen,
+                                                      f"{episode_prefix}-{i}", task_ids[i], steps[i])))
+                steps[i] += 1
+            finished = self._env_call(timing, "done", [(i, ()) for i in active])
+            ended = [i for i, over in zip(active, finished, strict=True) if over]
+            summaries = self._env_call(timing, "summary", [(i, (f"{episode_prefix}-{i}",)) for i in ended])
+            episodes.update(zip(ended, summaries, strict=True))
+            active = [i for i, over in zip(active, finished, strict=True) if not over]
+
+    def _drive(self, play: Generator, sampling: SamplingParams, timing: dict[str, float]) -> None:
+        """Run one wave in the calling thread: generate, then its env work, in turn."""
+        request = _advance(play, None)
+        while request is not None:
+            request = _advance(play, self._generate(*request, sampling, timing))
+
+    def _drive_waves(self, plays: list[Generator], sampling: SamplingParams, timing: dict[str, float]) -> None:
+        """Generate for the waves in turn while the env thread runs each wave's env work up to its next request.
+
+        The env thread takes jobs in submission order, so by the time a wave's completions are sent, the next
+        wave's prompts are usually ready: generation and env work alternate between waves without waiting.
+        """
+        assert self._env_thread is not None
+        queue = deque((play, self._env_thread.submit(_advance, play, None)) for play in plays)
+        try:
+            while queue:
+                play, future = queue.popleft()
+                request = future.result()
+                if request is not None:
+                    completions = self._generate(*request, sampling, timing)
+                    queue.append((play, self._env_thread.submit(_advance, play, completions)))
+        finally:
+            for play, future in queue:  # an error: let queued env work finish before the envs are touched again
+                future.cancel() or future.exception()
+
     def _env_call(self, timing: dict[str, float], method: str, calls: list[tuple[int, tuple[Any, ...]]]) -> list[Any]:
         tic = time.perf_counter()
         out = self.slots.call(method, calls) if calls else []
@@ -215,11 +280,11 @@ class RolloutEngine:
         return out
 
     def _expand(self, timing: dict[str, float], tree: TreeSampling, slots: Sequence[int],
-                candidates: Sequence[Sequence[Completion]]) -> list[tuple[list[Scored], int]]:
+                candidates: Sequence[Sequence[Completion]], seeds: Sequence[int]) -> list[tuple[list[Scored], int]]:
         calls = []
-        for i, cands in zip(slots, candidates, strict=True):
-            # A fresh seed per node from the engine's generator: the choice is reproducible wherever the slot runs.
-            args = {"seed": int(self.rng.integers(2**63)), "m": tree.top_m, "temperature": tree.top_m_temperature}
+        for i, cands, seed in zip(slots, candidates, seeds, strict=True):
+            # The node's own seed travels with the call: the choice is reproducible wherever the slot runs.
+            args = {"seed": seed, "m": tree.top_m, "temperature": tree.top_m_temperature}
             calls.append((i, ([c.text for c in cands], tree.strategy, args)))
         return self._env_call(timing, "expand", calls)
 
@@ -250,6 +315,19 @@ def _rows(node: NodeView, candidates: Sequence[Completion], scored: Sequence[Sco
         "success": False, "infra_error": s.infra_error, "others_terms": s.others_terms,
         "others_rewards": s.others_rewards,
     } for b, (c, s) in enumerate(zip(candidates, scored, strict=True))]
+
+
+def _advance(play: Generator, completions: list[list[Completion]] | None) -> tuple[list[NodeView], int] | None:
+    """Send a wave its completions (``None`` to start it); its next generate request, or ``None`` when it is done."""
+    try:
+        return play.send(completions)
+    except StopIteration:
+        return None
+
+
+def _node_seed(base_seed: int, episode: int, step: int, extra: int) -> int:
+    """The strategy seed of one node (``extra``: 0, or the size of an adaptive top-up round)."""
+    return int(np.random.SeedSequence((base_seed, episode, step, extra)).generate_state(1, np.uint64)[0] >> 1)
 
 
 def task_seed(task_id: Any) -> int:

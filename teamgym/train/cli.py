@@ -40,6 +40,7 @@ FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--model", "model", str, "'tiny' (built in code) or a local transformers checkpoint dir"),
     ("--device", "device", str, "cpu or cuda"),
     ("--env-workers", "env_workers", int, "threads stepping envs in parallel"),
+    ("--rollout-waves", "rollout_waves", int, "waves per rollout (2+: env work overlaps generation)"),
 )
 
 

@@ -114,6 +114,10 @@ class TrainConfig:
         checkpoint_every: write a checkpoint every N steps (the last step always gets one).
         keep_checkpoints: checkpoints kept on disk (older ones are deleted after a new one is verified).
         env_workers: threads stepping envs in parallel (sandbox envs release the GIL).
+        rollout_waves: split each rollout's episodes into this many waves; a wave's env work (steps, the sandbox)
+            then runs in a background thread while the next wave generates. 1 = lockstep, one ``generate`` call per
+            policy per step. Worth it where generation is batched by the engine anyway (vLLM) or the env is slow
+            (sandbox runs); a CPU model that needs large batches loses more than it gains (docs/benchmarks.md).
         torch_threads: intra-op threads of torch (0 = torch's default); 1 is fastest for the tiny model on shared cores.
         tensorboard: also log to TensorBoard (needs the ``tensorboard`` package).
         wandb: also log to Weights & Biases (needs ``wandb``; offline unless you log in).
@@ -180,6 +184,7 @@ class TrainConfig:
     checkpoint_every: int = 10
     keep_checkpoints: int = 2
     env_workers: int = 0
+    rollout_waves: int = 1
     torch_threads: int = 1
     tensorboard: bool = False
     wandb: bool = False
@@ -192,7 +197,7 @@ class TrainConfig:
 
         positive = ("steps", "tasks_per_step", "k", "top_m", "k0", "k_max", "n_layer", "n_embd", "n_head",
                     "micro_batch_size", "epochs", "sft_batch_size", "checkpoint_every", "keep_checkpoints",
-                    "group_size")
+                    "group_size", "rollout_waves")
         for name in positive:
             _check_int(name, getattr(self, name), 1)
         for name in ("max_new_tokens", "sft_steps", "eval_tasks", "eval_every", "env_workers", "torch_threads",

@@ -86,7 +86,7 @@ class Trainer:
         self.generators = self._build_generators()
         self.engine = RolloutEngine(self._env_fn, self.generators, sampling=self.sampling, tree=self.tree,
                                     prompt_formatter=self.preset.prompt, env_workers=config.env_workers,
-                                    seed=config.seed)
+                                    seed=config.seed, waves=config.rollout_waves)
         self.mixer = _make_mixer(config, self.roles)
         self.rollout_mode = config.rollout_mode
         self.estimator = _make_estimator(config)

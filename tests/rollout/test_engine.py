@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from functools import partial
 
 import pytest
@@ -327,3 +328,75 @@ def test_repeated_candidates_are_not_stepped_again(strategy):
     assert scored[0].terms is not scored[2].terms
     reward, terms = slot.env.rewards[slot._agent], slot.env.infos[slot._agent]["reward_terms"]
     assert reward == scored[chosen].reward and terms == scored[chosen].terms
+
+
+# ---------------------------------------------------------------------- waves
+
+def _node_key(rows):
+    return [(r["episode_id"], r["step"], r["branch"], r["agent"], r["text"], r["rewards"], r["chosen"]) for r in rows]
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "top_m", "adaptive"])
+def test_waves_give_the_lockstep_batch(strategy):
+    tree = TreeSampling(k=4, strategy=strategy, top_m=3, top_m_temperature=5.0, k0=2, k_max=6)
+    tasks = ["apple", "river", "copper", "violet", "meadow"]
+    lockstep = make_engine(tree, seed=7).rollout(tasks)
+    for waves in (2, 3, 8):
+        engine = make_engine(tree, seed=7, waves=waves)
+        result = engine.rollout(tasks)
+        engine.close()
+        if strategy == "adaptive":  # the budget bank is shared, so nodes may draw differently; the rules still hold
+            assert result.completions == len(result.batch)
+            assert [e["episode_id"] for e in result.episodes] == [f"ep-{i}" for i in range(len(tasks))]
+            continue
+        assert _node_key(result.batch.rows()) == _node_key(lockstep.batch.rows())
+        assert result.episodes == lockstep.episodes
+        assert result.completions == lockstep.completions
+
+
+def test_waves_generate_each_wave_apart_and_overlap_its_env_work():
+    stepped = threading.Event()
+    env_threads, overlapped = set(), []
+
+    class WatchedRelay(RelayEnv):
+        def step(self, action):
+            env_threads.add(threading.current_thread().name)
+            stepped.set()
+            super().step(action)
+
+    class WaitingPolicy(ScriptedPolicy):
+        def generate(self, prompts, n, sampling):
+            if len(self.calls) == 1:  # the second wave's first call, while wave 0's candidates are stepped
+                overlapped.append(("river" in prompts[0] and "violet" in prompts[1], stepped.wait(timeout=10)))
+            return super().generate(prompts, n, sampling)
+
+    policy = WaitingPolicy(lambda p, j: speaker_text(p, j) if "secret word is" in p else listener_text(p, j))
+    engine = RolloutEngine(WatchedRelay, {"speaker": policy, "listener": policy}, tree=TreeSampling(k=2), waves=2)
+    result = engine.rollout(["apple", "river", "copper", "violet"])
+    engine.close()
+    assert overlapped == [(True, True)]
+    assert env_threads and all(name.startswith("teamgym-env") for name in env_threads)
+    assert [len(prompts) for prompts, _ in policy.calls[:2]] == [2, 2]  # episodes 0, 2 then 1, 3
+    assert {r["episode_id"] for r in result.batch.rows()} == {f"ep-{i}" for i in range(4)}
+
+
+def test_an_env_error_in_a_wave_reaches_the_caller_and_the_engine_goes_on():
+    class Fragile(RelayEnv):
+        def step(self, action):
+            if self.task == "copper" and self.agent_selection == "listener":
+                raise RuntimeError("env broke on copper")
+            super().step(action)
+
+    policy = ScriptedPolicy(lambda p, j: speaker_text(p, j) if "secret word is" in p else listener_text(p, j))
+    engine = RolloutEngine(Fragile, {"speaker": policy, "listener": policy}, tree=TreeSampling(k=2), waves=2)
+    with pytest.raises(RuntimeError, match="env broke on copper"):
+        engine.rollout(["apple", "copper", "river"])
+    result = engine.rollout(["apple", "river", "violet"])
+    engine.close()
+    assert len(result.episodes) == 3
+
+
+@pytest.mark.parametrize("waves", [0, -1, True, 1.5, "2"])
+def test_bad_waves_are_named(waves):
+    with pytest.raises(InvalidArgumentError, match="waves="):
+        make_engine(TreeSampling(k=2), waves=waves)

@@ -16,7 +16,8 @@ from teamgym.train.cli import add_arguments, config_from_args
     ("field", "value", "expected"),
     [("lr", -1.0, "lr=-1.0"), ("steps", 0, "steps=0"), ("k", 2.5, "k=2.5"), ("aggregation", "mean", "token-mean"),
      ("strategy", "best", "greedy"), ("clip_low", 1.0, "clip_low=1.0"), ("dual_clip", 0.5, "dual_clip=0.5"),
-     ("device", "tpu", "cuda"), ("model", "/no/such/dir", "local directory"), ("prompt_format", "x", "compact")],
+     ("device", "tpu", "cuda"), ("model", "/no/such/dir", "local directory"), ("prompt_format", "x", "compact"),
+     ("rollout_waves", 0, "rollout_waves=0")],
 )
 def test_bad_values_name_field_value_and_fix(field, value, expected):
     with pytest.raises(InvalidArgumentError, match="expected") as err:

@@ -57,12 +57,13 @@ def test_metrics_have_one_row_per_step_with_the_documented_keys(tmp_path):
     assert [p.name for p in list_checkpoints(config.output_dir)] == ["step_00000003", "step_00000004"]
 
 
-def test_resume_continues_exactly(tmp_path):
-    full = tiny(tmp_path, "full")
+@pytest.mark.parametrize("waves", [1, 2])
+def test_resume_continues_exactly(tmp_path, waves):
+    full = tiny(tmp_path, "full", rollout_waves=waves)
     train(full)
-    part = tiny(tmp_path, "part", steps=2)
+    part = tiny(tmp_path, "part", steps=2, rollout_waves=waves)
     train(part)
-    resumed = tiny(tmp_path, "part", steps=4)
+    resumed = tiny(tmp_path, "part", steps=4, rollout_waves=waves)
     train(resumed, resume=True)
     assert [r["step"] for r in read_metrics(resumed.output_dir)] == [0, 1, 2, 3]
     a, b = final_weights(full.output_dir), final_weights(resumed.output_dir)
