@@ -411,10 +411,16 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         finished = all(self.terminations[a] or self.truncations[a] for a in self.agents)
         summary = self.episode_summary() if finished else None
         progress = self._team_progress()
+        joined = self.__dict__.setdefault("_joined_prompts", {})  # agent -> (system, user, prompt) last joined
         for a in self.agents:
             system = self._system_prompt(a)
             user = self._user_prompt(a)
-            self._prompts[a] = clip_text(f"{system}\n\n{user}" if system else user, self.max_prompt_chars)
+            last = joined.get(a)
+            if last is not None and last[0] is system and last[1] is user:  # an env that remembers its prompts
+                self._prompts[a] = last[2]
+            else:
+                self._prompts[a] = clip_text(f"{system}\n\n{user}" if system else user, self.max_prompt_chars)
+                joined[a] = (system, user, self._prompts[a])
             self.rewards[a] = mix(terms[a], self.alpha[a])
             self._cumulative_terms[a] = add_terms(self._cumulative_terms[a], terms[a])
             info: dict[str, Any] = {

@@ -60,7 +60,8 @@ def add_terms(total: Mapping[str, float], more: Mapping[str, float]) -> RewardTe
     """Term-wise sum of two reward-terms dicts (names missing on one side count as 0)."""
     out = dict(total)
     for name, value in more.items():
-        out[name] = _clean(out.get(name, 0.0) + value)
+        if value or name not in out:  # a zero leaves a term unchanged (terms are cleaned when they are made)
+            out[name] = _clean(out.get(name, 0.0) + value)
     return out
 
 

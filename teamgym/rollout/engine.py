@@ -327,7 +327,8 @@ def _advance(play: Generator, completions: list[list[Completion]] | None) -> tup
 
 def _node_seed(base_seed: int, episode: int, step: int, extra: int) -> int:
     """The strategy seed of one node (``extra``: 0, or the size of an adaptive top-up round)."""
-    return int(np.random.SeedSequence((base_seed, episode, step, extra)).generate_state(1, np.uint64)[0] >> 1)
+    digest = hashlib.blake2b(b"%d/%d/%d/%d" % (base_seed, episode, step, extra), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
 
 
 def task_seed(task_id: Any) -> int:

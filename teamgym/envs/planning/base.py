@@ -229,8 +229,22 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
         return text
 
     def _user_prompt(self, agent: str) -> str:
+        """The role's prompt, remembered per role for the last inputs it was rendered from (the task, the board,
+        the tool's last run, the turn): after most steps, and across the K restores of a tree node, they repeat."""
         state = self.state
         turn = min(self.turn, self.max_turns - 1)
+        key: tuple[Any, ...] = (self.task, state.board, turn, state.last_turn)
+        if agent != "tool":
+            key += (state.tool_code, state.tool_status, state.tool_output)
+        memo = self.__dict__.setdefault("_prompt_memo", {})
+        last = memo.get(agent)
+        if last is not None and last[0] == key:
+            return last[1]
+        text = self._render_user_prompt(agent, state, turn)
+        memo[agent] = (key, text)
+        return text
+
+    def _render_user_prompt(self, agent: str, state: PlanningState[BoardT], turn: int) -> str:
         if agent == "tool":
             return prompts.tool_prompt(
                 rules=self._rules(),

@@ -110,13 +110,13 @@ def generate_path_task(task_id: int, *, size: int | None = None, obstacle_densit
     rng = np.random.default_rng(check_task_id(task_id))
     side = int(rng.integers(MIN_SIZE, MAX_SIZE + 1)) if size is None else size
     while True:
-        blocked = rng.random((side, side)) < obstacle_density
-        free = [(r, c) for r in range(side) for c in range(side) if not blocked[r, c]]
+        blocked = (rng.random((side, side)) < obstacle_density).tolist()
+        free = [(r, c) for r in range(side) for c in range(side) if not blocked[r][c]]
         if len(free) < 2:
             continue
         i, j = rng.choice(len(free), size=2, replace=False)
         start, goal = free[int(i)], free[int(j)]
-        grid = tuple("".join("#" if blocked[r, c] else "." for c in range(side)) for r in range(side))
+        grid = tuple("".join("#" if cell else "." for cell in row) for row in blocked)
         distance = _distances_to(grid, goal)
         if distance[start[0]][start[1]] >= side - 1:
             return PathTask(grid, start, goal, distance)

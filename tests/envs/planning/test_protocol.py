@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import teamgym
+from teamgym.core.text import clip_text
 from teamgym.envs.planning import base as planning_base
 from teamgym.envs.planning.base import EXEC_FAILED, FORMAT_PENALTY, GOAL_BONUS, MAX_TEAM_RETURN, NO_PLAN
 from teamgym.errors import InvalidArgumentError, SandboxError
@@ -203,6 +205,42 @@ def test_prompts_show_the_task_the_tools_code_and_its_output(env_id):
     act(env, "Actions: []")
     assert "Last turn the planner answered: 0 moves applied" in env.observe("tool")["prompt"]
     assert "turn 2 of 5" in env.observe("tool")["prompt"]
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_remembered_prompts_are_never_stale(env_id):
+    """Prompts are remembered per role for their inputs. Branching like tree sampling (two actions from each node,
+    then a restore to any state seen so far, in any branch or task), every observation and info message must equal
+    a fresh rendering."""
+    env = teamgym.make(env_id, tool_timeout=0.5)
+    base = env.unwrapped
+    oracle = {role: base.scripted_policy(role) for role in ("tool", "planner")}
+    rng = np.random.default_rng(0)
+    noise = ["Actions: U,U", "Actions: R", "Actions: []", "```python\nprint('Actions: R')\n```", "nonsense", ""]
+    seen = []
+    checked = 0
+    for seed in range(6):
+        env.reset(seed=seed, options={"task_id": seed % 3})
+        for _ in range(12):
+            if not env.agents or all(env.terminations[a] or env.truncations[a] for a in env.agents):
+                base.restore(seen[int(rng.integers(len(seen)))])
+                continue
+            node = base.snapshot()
+            agent = env.agent_selection
+            for action in (oracle[agent](env.observe(agent)["prompt"]), noise[int(rng.integers(len(noise)))]):
+                base.restore(node)
+                env.step(action)
+                seen.append(base.snapshot())
+            if rng.random() < 0.5:
+                base.restore(seen[int(rng.integers(len(seen)))])
+            for a in env.agents:
+                system, user = base._system_prompt(a), base._render_user_prompt(
+                    a, base.state, min(base.turn, base.max_turns - 1))
+                fresh = f"{system}\n\n{user}" if system else user
+                assert env.observe(a)["prompt"] == clip_text(fresh, base.max_prompt_chars)
+                assert env.infos[a]["messages"][1]["content"] == user
+                checked += 1
+    assert checked > 50
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
