@@ -51,7 +51,7 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
 from teamgym.core.rewards import RewardTerms, add_terms, mix, zero_terms
-from teamgym.core.snapshot import EnvSnapshot, freeze
+from teamgym.core.snapshot import EnvSnapshot, Handoff, freeze
 from teamgym.core.spaces import TextSpace
 from teamgym.core.text import clip_text, sanitize_text
 from teamgym.errors import EnvStateError, InvalidActionError, InvalidArgumentError, SnapshotError
@@ -145,6 +145,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self._action_spaces = {a: self._action_space for a in self.possible_agents}
         self._np_random, self._np_random_seed = seeding.np_random(None)
         self._has_reset = False
+        self._handed_off = False
         self.agents = []
 
     # ------------------------------------------------------------------ hooks for concrete envs
@@ -254,6 +255,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self._skip_agent_selection = None
         self.agent_selection = self._select_first()
         self._has_reset = True
+        self._handed_off = False
         self._refresh({a: zero_terms() for a in self.agents}, extra={})
 
     def observe(self, agent: str) -> dict[str, Any]:
@@ -262,6 +264,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
 
     def step(self, action: str | None) -> None:
         self._require_reset("step")
+        self._require_own_state("step")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             if action is not None:
@@ -320,9 +323,17 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         """Release resources (subclasses holding pools or files override this and call super)."""
 
     # ------------------------------------------------------------------ snapshots
-    def snapshot(self) -> EnvSnapshot:
-        """A copy of the episode state (not of datasets or models): ``restore`` brings the env back to it."""
+    def snapshot(self, *, handoff: bool = False) -> EnvSnapshot:
+        """A copy of the episode state (not of datasets or models): ``restore`` brings the env back to it.
+
+        Args:
+            handoff: copy nothing; hand the episode objects themselves to the snapshot, which restores once. Until
+                the env is restored (to any snapshot) or reset it has no episode state of its own: ``step`` and
+                ``snapshot`` raise :class:`~teamgym.errors.EnvStateError`. For tree search keeping a child state
+                aside while the siblings act from the restored node (:class:`teamgym.rollout.slot.EnvSlot`).
+        """
         self._require_reset("snapshot")
+        self._require_own_state("snapshot")
         fields = {
             "state": self.state,
             "agents": self.agents,
@@ -340,13 +351,15 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
             "agent_selection": self.agent_selection,
             "_skip_agent_selection": self._skip_agent_selection,
         }
-        return EnvSnapshot(
+        snapshot = EnvSnapshot(
             owner=self._snapshot_owner(),
             task_id=self.task_id,
             task=self.task,
             rng_state=self._np_random.bit_generator.state,  # a fresh dict on every read
-            frozen=freeze(fields),
+            frozen=Handoff(fields) if handoff else freeze(fields),
         )
+        self._handed_off = handoff
+        return snapshot
 
     def restore(self, snapshot: EnvSnapshot) -> None:
         """Bring the env back to ``snapshot``; the same actions then give identical observations, rewards and infos."""
@@ -363,6 +376,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         for name, value in snapshot.fields.items():
             setattr(self, name, value)
         self._has_reset = True
+        self._handed_off = False
 
     # ------------------------------------------------------------------ scripted policies
     def scripted_policies(self) -> dict[str, list[str]]:
@@ -456,6 +470,13 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
 
     def _snapshot_owner(self) -> tuple[str, tuple[str, ...], int, tuple[tuple[str, float], ...]]:
         return (type(self).__name__, tuple(self.possible_agents), self.max_turns, tuple(sorted(self.alpha.items())))
+
+    def _require_own_state(self, method: str) -> None:
+        if self._handed_off:
+            raise EnvStateError(
+                f"{type(self).__name__}.{method}() after snapshot(handoff=True) handed the episode state away: "
+                "restore a snapshot (or reset) first"
+            )
 
     def _require_reset(self, method: str) -> None:
         if not self._has_reset:

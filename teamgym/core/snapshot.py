@@ -4,6 +4,10 @@ The episode state is frozen as one pickle (protocol 5): taking a snapshot serial
 deserialises once, both in C, which is several times cheaper than a ``copy.deepcopy`` of the same dicts and lists on
 each side (tree sampling takes K + 1 snapshots and K + 1 restores per node). State that pickle cannot hold (a lambda,
 a lock) falls back to a deep copy, with the same semantics.
+
+A *handed-off* snapshot (``env.snapshot(handoff=True)``) copies nothing: it takes the env's episode objects, and its
+one restore gives them back. Tree search uses it for a child state it keeps aside while the env is restored to the
+node for the siblings (the env then holds fresh objects and never touches the handed-off ones).
 """
 
 from __future__ import annotations
@@ -13,7 +17,25 @@ import pickle
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EnvSnapshot", "freeze", "thaw"]
+from teamgym.errors import SnapshotError
+
+__all__ = ["EnvSnapshot", "freeze", "thaw", "Handoff"]
+
+
+class Handoff:
+    """Episode objects handed over by reference, to be taken back once (see the module doc)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value: Any = value
+
+    def take(self) -> Any:
+        if self.value is None:
+            raise SnapshotError("this snapshot was taken with handoff=True and is already restored: a handed-off "
+                                "snapshot restores once (take a plain snapshot() to restore it several times)")
+        value, self.value = self.value, None
+        return value
 
 
 def freeze(value: Any) -> bytes | tuple[str, Any]:
@@ -24,10 +46,12 @@ def freeze(value: Any) -> bytes | tuple[str, Any]:
         return ("deepcopy", copy.deepcopy(value))
 
 
-def thaw(frozen: bytes | tuple[str, Any]) -> Any:
-    """A fresh copy of the value :func:`freeze` froze (each call returns new objects)."""
+def thaw(frozen: bytes | tuple[str, Any] | Handoff) -> Any:
+    """A fresh copy of the value :func:`freeze` froze (each call returns new objects), or a handoff's objects."""
     if isinstance(frozen, bytes):
         return pickle.loads(frozen)
+    if isinstance(frozen, Handoff):
+        return frozen.take()
     return copy.deepcopy(frozen[1])
 
 
@@ -52,7 +76,7 @@ class EnvSnapshot:
     task_id: Any
     task: Any
     rng_state: dict[str, Any]
-    frozen: bytes | tuple[str, Any]
+    frozen: bytes | tuple[str, Any] | Handoff
 
     @property
     def fields(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from teamgym.algos import choose_greedy, choose_top_m
+from teamgym.core import TurnBasedTextEnv
 
 __all__ = ["NodeView", "Scored", "EnvSlot", "SlotPool", "LocalSlots"]
 
@@ -64,6 +65,8 @@ class EnvSlot:
 
     def __init__(self, env_fn: Callable[[], Any], prompt_formatter: Callable[[Any, str], str]):
         self.env = env_fn()
+        # Handed-off snapshots need the base class's snapshot(handoff=True); wrappers with state take plain ones.
+        self._handoff = isinstance(_snapshot_target(self.env), TurnBasedTextEnv)
         self.prompt_formatter = prompt_formatter
         self._state: Any = None
         self._agent = ""
@@ -112,7 +115,11 @@ class EnvSlot:
         * the first to act uses the live env, still in the node state it was just snapshotted in;
         * under the greedy rule a candidate that ranks below one that already acted can never be chosen, so only
           those that rank first when they act are snapshotted (``top_m`` keeps every snapshot; ``adaptive`` also
-          keeps the last one's, since more candidates may follow);
+          keeps the last one's, since more candidates may follow), and the last to act needs none: if chosen, the
+          env is already in its state;
+        * a child's snapshot is handed the env's episode objects instead of a copy (``snapshot(handoff=True)`` of
+          a :class:`~teamgym.core.TurnBasedTextEnv`): the env is restored to the node before the next candidate
+          acts, so nothing touches them until the chosen child's one restore;
         * a candidate whose text repeats an earlier one at this node is not stepped again: the env contract (the
           same action from a restored state gives identical rewards and infos, checked by ``check_env``) makes its
           result the earlier one's, and its child state is the earlier one's snapshot. A trained policy often
@@ -154,8 +161,13 @@ class EnvSlot:
             best = self._leads(reward, index)
             if best:
                 self._best = (reward, -index)
-            if strategy == "top_m" or (best and not last):
-                self._snapshots[index] = _snapshot(env)
+            if not last and (best or strategy == "top_m"):
+                # The env is restored to the node before the next candidate acts, so this child's objects can be
+                # handed to the snapshot instead of copied (not under adaptive K, which may restore it twice).
+                handoff = self._handoff and strategy != "adaptive"
+                self._snapshots[index] = _snapshot(env, handoff=handoff)
+                if handoff:
+                    self._current = -1  # the env holds no state of its own until the next restore
         chosen = _chooser(strategy, choose_args)(self._rewards)
         if chosen != self._current:
             _restore(env, self._snapshots[chosen])
@@ -213,8 +225,13 @@ def _chooser(strategy: str, args: dict[str, Any]) -> Callable[[Sequence[float]],
     return choose_greedy
 
 
-def _snapshot(env: Any) -> Any:
-    return env.snapshot() if hasattr(env, "snapshot") else env.unwrapped.snapshot()
+def _snapshot_target(env: Any) -> Any:
+    return env if hasattr(env, "snapshot") else env.unwrapped
+
+
+def _snapshot(env: Any, handoff: bool = False) -> Any:
+    target = _snapshot_target(env)
+    return target.snapshot(handoff=True) if handoff else target.snapshot()
 
 
 def _restore(env: Any, snapshot: Any) -> None:

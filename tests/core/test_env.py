@@ -171,6 +171,34 @@ def test_snapshot_keeps_shared_references_and_fresh_copies():
     assert "mutated" not in env.infos[env.agent_selection]
 
 
+def test_handed_off_snapshot_restores_its_state_once_and_the_env_waits_for_a_restore():
+    env, twin = RelayEnv(), RelayEnv()
+    env.reset(seed=4)
+    node = env.snapshot()
+    env.step("the word is")
+    plain = env.snapshot()
+    handed = env.snapshot(handoff=True)
+    with pytest.raises(EnvStateError, match="handoff=True"):
+        env.step("nope")
+    with pytest.raises(EnvStateError, match="handoff=True"):
+        env.snapshot()
+    env.restore(node)  # the env gets fresh objects; the handed-off ones are not touched again
+    env.step("a sibling's message")
+    env.restore(handed)
+    twin.reset(seed=4)
+    twin.restore(plain)
+    assert env.history == twin.history and env.infos == twin.infos and env.rewards == twin.rewards
+    assert env.observe("listener") == twin.observe("listener")
+    env.step("nope")
+    twin.step("nope")
+    assert env.infos == twin.infos and env.rewards == twin.rewards
+    with pytest.raises(SnapshotError, match="restores once"):
+        env.restore(handed)
+    env.snapshot(handoff=True)
+    env.reset(seed=1)  # a reset gives the env a state of its own again
+    env.step("hello")
+
+
 def test_restore_rejects_foreign_snapshots():
     env = RelayEnv(max_turns=3)
     env.reset(seed=0)

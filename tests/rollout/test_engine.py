@@ -266,21 +266,26 @@ def test_slot_skips_copies_it_does_not_need():
     env_fn = partial(teamgym.make, "plan_path-v0", size=4, max_turns=2)
     slot = EnvSlot(env_fn, lambda env, agent: env.observe(agent)["prompt"])
     slot.reset(1, 0)
-    counts = {"snapshot": 0, "restore": 0}
+    counts = {"snapshot": 0, "handoff": 0, "restore": 0}
     env = slot.env
-    for name in counts:
+    for name in ("snapshot", "restore"):
         original = getattr(env, name)
 
-        def counted(*args, _name=name, _original=original):
-            counts[_name] += 1
-            return _original(*args)
+        def counted(*args, _name=name, _original=original, **kwargs):
+            counts["handoff" if kwargs.get("handoff") else _name] += 1
+            return _original(*args, **kwargs)
 
         setattr(env, name, counted)
     slot.open_node()
     scored, chosen = slot.expand(["x", "y", "z", "w"], "greedy", {})
     assert len({s.reward for s in scored}) == 1 and chosen == 0  # all tie: the first is chosen
-    # node snapshot + the first candidate to act (branch 1); restores before branches 2, 3 and 0 only
-    assert counts == {"snapshot": 2, "restore": 3}
+    # a copy of the node; the first candidate to act (branch 1) hands its state over; restores before branches
+    # 2, 3 and 0 only
+    assert counts == {"snapshot": 1, "handoff": 1, "restore": 3}
+    counts.update(snapshot=0, handoff=0, restore=0)
+    slot.open_node()
+    scored, chosen = slot.expand(["Actions: U", "x", "Actions: R,R", "y"], "greedy", {})
+    assert chosen in (0, 2) and counts["snapshot"] == 1 and counts["restore"] == 3 + (chosen != 0)
 
 
 def test_others_terms_survive_select_concat_and_rows_without_them(tmp_path):
