@@ -67,5 +67,7 @@ def add_terms(total: Mapping[str, float], more: Mapping[str, float]) -> RewardTe
 
 def _clean(value: float) -> float:
     value = float(value)
+    if value == 0.0:  # the most common term by far (and -0.0 becomes 0.0)
+        return 0.0
     assert math.isfinite(value), f"reward term is not finite: {value}"
-    return round(value, 12) + 0.0  # + 0.0 turns -0.0 into 0.0
+    return round(value, 12) + 0.0  # + 0.0 turns a rounded-away -1e-13 into 0.0
