@@ -270,7 +270,7 @@ class RolloutEngine:
                     completions = self._generate(*request, sampling, timing)
                     queue.append((play, self._env_thread.submit(_advance, play, completions)))
         finally:
-            for play, future in queue:  # an error: let queued env work finish before the envs are touched again
+            for _, future in queue:  # an error: let queued env work finish before the envs are touched again
                 future.cancel() or future.exception()
 
     def _env_call(self, timing: dict[str, float], method: str, calls: list[tuple[int, tuple[Any, ...]]]) -> list[Any]:

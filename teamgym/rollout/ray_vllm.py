@@ -55,8 +55,8 @@ class VLLMEngineSpec:
         model: local path of the checkpoint every engine loads.
         tensor_parallel_size: GPUs per engine (vLLM's ``tensor_parallel_size``; ``mp`` workers inside the actor).
         gpu_memory_utilization: share of each of its GPUs' memory one engine takes.
-        max_model_len: longest prompt plus completion, in tokens.
-        dtype: weights and activations dtype in vLLM.
+        max_model_len: longest prompt plus completion, in tokens (default: the model's context length).
+        dtype: weights and activations dtype in vLLM (default: vLLM's choice; the trainer passes its own).
         seed: engine ``i`` is seeded ``seed + i``.
         engine_kwargs: more ``vllm.LLM`` keywords (e.g. ``{"enforce_eager": True}``).
     """
@@ -64,8 +64,8 @@ class VLLMEngineSpec:
     model: str
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.5
-    max_model_len: int = 4096
-    dtype: str = "bfloat16"
+    max_model_len: int | None = None
+    dtype: str = "auto"
     seed: int = 0
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
 
@@ -140,8 +140,8 @@ class RayVLLMPolicy:
 
     @classmethod
     def from_model(cls, model: str, *, num_engines: int = 1, tensor_parallel_size: int = 1,
-                   num_gpus: float | None = None, gpu_memory_utilization: float = 0.5, max_model_len: int = 4096,
-                   dtype: str = "bfloat16", seed: int = 0, name: str = "vllm",
+                   num_gpus: float | None = None, gpu_memory_utilization: float = 0.5,
+                   max_model_len: int | None = None, dtype: str = "auto", seed: int = 0, name: str = "vllm",
                    actor_options: dict[str, Any] | None = None, **engine_kwargs: Any) -> RayVLLMPolicy:
         """Start ``num_engines`` vLLM engines on a local checkpoint (``num_gpus`` defaults to the TP size)."""
         if isinstance(tensor_parallel_size, bool) or not isinstance(tensor_parallel_size, int) \

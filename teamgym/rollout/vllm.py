@@ -1,17 +1,19 @@
-"""``VLLMPolicy``: batched generation with vLLM (GPU), weights synced from the trainer after every update.
+"""``VLLMPolicy``: batched generation with vLLM (GPU, or its CPU build), weights synced in place after each update.
 
 vLLM does the batching, ``n > 1`` (one prefill shared by the n samples) and prefix caching (on by default in recent
 versions; we ask for it explicitly). After each optimizer step the trainer's weights are loaded into the engine's
-model in place, as TRL's colocate mode does (``llm.llm_engine.model_executor.driver_worker.model_runner.model
-.load_weights``); with a peft model the adapter is merged first and the peft prefixes are stripped (TRL
-``_sync_fsdp_params_to_vllm`` / ``_move_model_to_vllm``). A tensor parallel engine, whose workers are other
-processes, loads them through ``LLM.collective_rpc`` instead. For several engines as Ray actors, see
-:mod:`teamgym.rollout.ray_vllm`.
+model in place: through the worker's ``reload_weights`` where vLLM has it (it also refills weights the backend
+repacked after loading, as the CPU backend does), else the model's ``load_weights`` as TRL's colocate mode does
+(``llm.llm_engine.model_executor.driver_worker.model_runner.model.load_weights``); with a peft model the adapter is
+merged first and the peft prefixes are stripped (TRL ``_sync_fsdp_params_to_vllm`` / ``_move_model_to_vllm``). A
+tensor parallel engine, whose workers are other processes, loads them through ``LLM.collective_rpc`` instead. For
+several engines as Ray actors, see :mod:`teamgym.rollout.ray_vllm`.
 
 Trap: vLLM V1 returns logprobs of the *raw* logits by default; for a PPO ratio against tempered training logprobs
 create the engine with ``logprobs_mode="processed_logprobs"`` (done by :meth:`VLLMPolicy.from_model`).
 
-The engine object is injected, so tests run this class against a fake that follows vLLM's API (no vLLM install).
+The engine object is injected, so the default tests run this class against a fake that follows vLLM's API; the tests
+marked ``vllm`` run it against a real engine (vLLM's CPU build: ``scripts/test_vllm_cpu.sh``).
 """
 
 from __future__ import annotations
@@ -43,9 +45,13 @@ class VLLMPolicy:
         self.name = name
 
     @classmethod
-    def from_model(cls, model: str, *, gpu_memory_utilization: float = 0.5, max_model_len: int = 4096,
-                   dtype: str = "bfloat16", seed: int = 0, **engine_kwargs: Any) -> VLLMPolicy:
-        """Start a vLLM engine on a local model path (prefix caching on, processed logprobs, sleep mode allowed).
+    def from_model(cls, model: str, *, gpu_memory_utilization: float = 0.5, max_model_len: int | None = None,
+                   dtype: str = "auto", seed: int = 0, **engine_kwargs: Any) -> VLLMPolicy:
+        """Start a vLLM engine on a local model path (prefix caching on, processed logprobs).
+
+        ``max_model_len`` defaults to the model's context length and ``dtype`` to vLLM's choice (which samples a
+        float32 checkpoint in float16 on GPU): pass the trainer's dtype, as the trainer does, so that the sampling
+        logprobs are those it trains against.
 
         Sets ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` in this process first: vLLM V1 otherwise runs its engine core in a
         child process, out of reach of the in-place weight loading (TRL's colocate mode runs it in process too).
@@ -53,9 +59,10 @@ class VLLMPolicy:
         # Process-wide, but read by vLLM only when an engine starts: the engine core stays in this process.
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         vllm = _vllm()
-        llm = vllm.LLM(model=model, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                       dtype=dtype, seed=seed, enable_prefix_caching=True, logprobs_mode="processed_logprobs",
-                       **engine_kwargs)
+        if max_model_len is not None:
+            engine_kwargs["max_model_len"] = max_model_len
+        llm = vllm.LLM(model=model, gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, seed=seed,
+                       enable_prefix_caching=True, logprobs_mode="processed_logprobs", **engine_kwargs)
         return cls(llm, sampling_params_cls=vllm.SamplingParams)
 
     def generate(self, prompts: Sequence[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
@@ -99,7 +106,7 @@ class VLLMPolicy:
         executor = getattr(self.llm.llm_engine, "model_executor", None)
         worker = getattr(executor, "driver_worker", None)
         if worker is not None:
-            worker.model_runner.model.load_weights(weights)
+            _load_weights_on_worker(worker, weights)
         else:
             self.llm.collective_rpc(_load_weights_on_worker, args=(weights,))
         self.reset_prefix_cache()
@@ -131,9 +138,18 @@ def trainer_weights(model: Any) -> Iterable[tuple[str, Any]]:
 
 
 def _load_weights_on_worker(worker: Any, weights: list[tuple[str, Any]]) -> None:
-    """Runs inside each vLLM worker (``collective_rpc`` passes the worker first): load the full tensors; each
-    tensor-parallel rank keeps its own shard."""
-    worker.model_runner.model.load_weights(weights)
+    """Load checkpoint-format tensors into one vLLM worker (``collective_rpc`` passes the worker first); each
+    tensor-parallel rank keeps its own shard.
+
+    Recent vLLM workers have ``reload_weights``, which loads weights that were repacked into a kernel format after
+    the first load (the CPU backend's linear layers, quantized layers): the model's own ``load_weights`` then finds
+    empty parameters. Older ones only have the model's ``load_weights`` (TRL's colocate path).
+    """
+    reload = getattr(worker, "reload_weights", None)
+    if callable(reload):
+        reload(weights_iterator=iter(weights), is_checkpoint_format=True)
+    else:
+        worker.model_runner.model.load_weights(weights)
 
 
 def _vllm() -> Any:

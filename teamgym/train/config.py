@@ -77,9 +77,10 @@ class TrainConfig:
         vllm_tensor_parallel_size: GPUs per vLLM engine (vLLM's ``tensor_parallel_size``); above 1 the engines run as
             Ray actors (even a single one), each holding that many whole GPUs of one node.
         vllm_gpus_per_engine: Ray engines: GPUs each engine actor reserves from Ray. 0 (default) = whole GPUs,
-            ``vllm_tensor_parallel_size`` of them; with tensor parallel size 1 a share in (0, 1] lets several engines
-            share one GPU (e.g. 0.3 with ``vllm_gpu_memory_utilization=0.25``: two engines and the trainer on one
-            GPU). Ray does not count the trainer's own GPU.
+            ``vllm_tensor_parallel_size`` of them (none with ``device="cpu"``, for vLLM's CPU build); with tensor
+            parallel size 1 a share in (0, 1] lets several engines share one GPU (e.g. 0.3 with
+            ``vllm_gpu_memory_utilization=0.25``: two engines and the trainer on one GPU). Ray does not count the
+            trainer's own GPU.
         max_new_tokens: completion budget (0 = the preset's).
         temperature: sampling temperature for training rollouts (evaluation is greedy).
         lr: Adam learning rate of every role (1e-4: over five seeds of the main job 5e-4 fell below the warm start

@@ -124,18 +124,24 @@ class Trainer:
         c = self.config
         if c.generator == "hf":
             return dict(self.policies)
+        # vLLM samples in the trainer's dtype (its "auto" would turn a float32 checkpoint into float16): the
+        # rollout logprobs are then the ones the PPO ratio is taken against.
+        dtype = str(next(iter(self.policies.values())).model.dtype).removeprefix("torch.")
         if c.vllm_engines > 1 or c.vllm_tensor_parallel_size > 1:
             from teamgym.rollout.ray_vllm import RayVLLMPolicy
 
+            gpus = None if c.device.startswith("cuda") else 0  # None: the tensor parallel size; 0: vLLM's CPU build
+
             engines = {name: RayVLLMPolicy.from_model(c.model, num_engines=c.vllm_engines,
                                                       tensor_parallel_size=c.vllm_tensor_parallel_size,
-                                                      num_gpus=c.vllm_gpus_per_engine or None, seed=c.seed,
-                                                      gpu_memory_utilization=c.vllm_gpu_memory_utilization, name=name)
+                                                      num_gpus=c.vllm_gpus_per_engine or gpus, seed=c.seed,
+                                                      gpu_memory_utilization=c.vllm_gpu_memory_utilization,
+                                                      dtype=dtype, name=name)
                        for name in self._named_policies()}
         else:
             from teamgym.rollout.vllm import VLLMPolicy
 
-            engines = {name: VLLMPolicy.from_model(c.model, seed=c.seed,
+            engines = {name: VLLMPolicy.from_model(c.model, seed=c.seed, dtype=dtype,
                                                    gpu_memory_utilization=c.vllm_gpu_memory_utilization)
                        for name in self._named_policies()}
         return {role: engines[policy.name] for role, policy in self.policies.items()}

@@ -105,6 +105,20 @@ def test_vllm_weight_sync_loads_every_tensor_and_resets_the_prefix_cache(policy)
     assert "transformer.wte.weight" in names and llm.cache_resets == 1
 
 
+def test_vllm_weight_sync_prefers_the_workers_reload_weights(policy):
+    """Recent vLLM workers reload checkpoint-format weights themselves (backends repack weights after loading, so
+    the model's own load_weights would find empty parameters); the model path is only the fallback."""
+    llm = FakeLLM()
+    reloaded = []
+    worker = llm.llm_engine.model_executor.driver_worker
+    worker.reload_weights = lambda weights_iterator, is_checkpoint_format: reloaded.append(
+        (list(weights_iterator), is_checkpoint_format))
+    sent = VLLMPolicy(llm, sampling_params_cls=FakeVLLMSamplingParams).sync_weights(policy.model)
+    ((weights, checkpoint_format),) = reloaded
+    assert sent == len(weights) == len(policy.model.state_dict()) and checkpoint_format is True
+    assert llm.model.loaded == [] and llm.cache_resets == 1
+
+
 def test_lora_weights_are_merged_and_renamed():
     peft = pytest.importorskip("peft")
     base = HFPolicy.tiny(seed=1).model

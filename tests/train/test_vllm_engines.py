@@ -72,7 +72,8 @@ def test_ray_engines_sample_and_get_the_weights_after_every_update(tmp_path, mon
         trainer.train()
         ((model, kwargs),) = built
         assert model == str(checkpoint) and kwargs["num_engines"] == 2 and kwargs["tensor_parallel_size"] == 1
-        assert kwargs["num_gpus"] is None and kwargs["seed"] == config.seed
+        assert kwargs["num_gpus"] == 0 and kwargs["seed"] == config.seed  # device="cpu": vLLM's CPU build
+        assert kwargs["dtype"] == "float32"  # the trainer's, not vLLM's choice
         assert len(synced) == 2
         assert [row["step"] for row in read_metrics(config.output_dir)] == [0, 1]
         texts = (tmp_path / "ray" / "batches" / "step_000001.jsonl").read_text()
