@@ -160,3 +160,28 @@ def test_ray_engines_shard_prompts_and_load_synced_weights(local_ray, checkpoint
             assert policy.sync_weights(trainer_model.model) > 0
     finally:
         policy.close()
+
+
+def test_tensor_parallel_engine_loads_synced_weights_on_every_rank(checkpoint, trainer_model, monkeypatch):
+    """Two tensor parallel ranks in worker processes: the weights go through ``collective_rpc`` to each rank."""
+    if torch.cuda.is_available():
+        if torch.cuda.device_count() < 2:
+            pytest.skip("needs 2 GPUs for tensor parallel size 2")
+    else:
+        if (os.cpu_count() or 1) < 2:
+            pytest.skip("needs 2 CPU cores for two CPU ranks")
+        monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0|1")  # one core per rank (the auto binding wants NUMA nodes)
+        getattr(vllm.envs, "disable_envs_cache", lambda: None)()  # an earlier engine froze vLLM's env reads
+    policy = VLLMPolicy.from_model(checkpoint, max_model_len=512, gpu_memory_utilization=0.2, dtype="float32",
+                                   tensor_parallel_size=2, distributed_executor_backend="mp")
+    assert getattr(policy.llm.llm_engine.model_executor, "driver_worker", None) is None  # workers out of process
+    sampling = SamplingParams(temperature=1.0, max_tokens=10, seed=2)
+    for _ in range(2):
+        completions = [g[0] for g in policy.generate(PROMPTS, 1, sampling)]
+        for c, scored in zip(completions, _scores(trainer_model, completions, 1.0), strict=True):
+            assert torch.allclose(torch.tensor(c.logprobs), scored, atol=2e-3)
+        with torch.no_grad():
+            for param in trainer_model.model.parameters():
+                param.add_(0.05 * torch.randn_like(param))
+        assert policy.sync_weights(trainer_model.model) > 0
+    del policy
