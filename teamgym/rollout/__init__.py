@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 from teamgym.rollout.batch import NODE_KEYS, AgentTurnBatch
-from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling, default_prompt, task_seed
+from teamgym.rollout.engine import ChatPrompt, RolloutEngine, RolloutResult, TreeSampling, default_prompt, task_seed
 from teamgym.rollout.sampling import Completion, Policy, SamplingParams
 from teamgym.rollout.slot import EnvSlot, LocalSlots, SlotPool
 
 __all__ = [
     "NODE_KEYS",
     "AgentTurnBatch",
+    "ChatPrompt",
     "Completion",
     "EnvSlot",
     "LocalSlots",

@@ -44,7 +44,7 @@ from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.sampling import Completion, Policy, SamplingParams
 from teamgym.rollout.slot import LocalSlots, NodeView, Scored, SlotPool
 
-__all__ = ["RolloutEngine", "RolloutResult", "TreeSampling", "default_prompt", "task_seed"]
+__all__ = ["ChatPrompt", "RolloutEngine", "RolloutResult", "TreeSampling", "default_prompt", "task_seed"]
 
 STRATEGIES = ("greedy", "top_m", "adaptive")
 PromptFormatter = Callable[[Any, str], str]
@@ -53,6 +53,33 @@ PromptFormatter = Callable[[Any, str], str]
 def default_prompt(env: Any, agent: str) -> str:
     """The env's own observation text for ``agent``."""
     return env.observe(agent)["prompt"]
+
+
+class ChatPrompt:
+    """``(env, agent) -> text``: the env's chat messages for ``agent`` (``infos[agent]["messages"]``: system, then
+    user) rendered by ``tokenizer``'s chat template, ending where the assistant's answer begins. For instruct models,
+    which answer well only inside their own template. Picklable, so Ray env actors can render prompts too.
+
+    Args:
+        tokenizer: a transformers tokenizer with a ``chat_template`` (e.g. a Qwen or Llama instruct checkpoint's).
+    """
+
+    def __init__(self, tokenizer: Any):
+        if not getattr(tokenizer, "chat_template", None):
+            raise InvalidArgumentError(
+                f"prompt_format='chat' with a tokenizer without a chat template ({type(tokenizer).__name__}): use an "
+                "instruct checkpoint's tokenizer, set tokenizer.chat_template, or use prompt_format='env'"
+            )
+        self.tokenizer = tokenizer
+
+    def __call__(self, env: Any, agent: str) -> str:
+        messages = env.infos[agent].get("messages")
+        if not messages:
+            raise InvalidArgumentError(
+                f"prompt_format='chat': {type(env).__name__} gives no infos[{agent!r}]['messages'] to render; use "
+                "prompt_format='env'"
+            )
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,9 @@ class TrainConfig:
             this field.
         spo_rho: the SPO trackers' forgetting factor in (0, 1) (SPO's constant variant: 0.875; ``alpha + beta``
             converges to ``1 / (1 - rho)``).
-        prompt_format: ``compact`` (the env preset's short prompts, for the tiny model) or ``env`` (raw prompts).
+        prompt_format: ``compact`` (the env preset's short prompts, for the tiny model), ``env`` (the env's prompt
+            text) or ``chat`` (the env's system and user messages through the tokenizer's chat template, for
+            instruct models; the tokenizer must have one).
         model: ``tiny`` (built in code, no download) or a local path to a transformers checkpoint.
         n_layer: tiny model layers.
         n_embd: tiny model width.
@@ -216,7 +218,7 @@ class TrainConfig:
         _check_choice("alpha_mixer", self.alpha_mixer, ("env", "static", "bandit"))
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not math.isfinite(self.alpha):
             raise InvalidArgumentError(f"alpha={self.alpha!r}: expected a finite float (1.0 = AT-GRPO's mixing)")
-        _check_choice("prompt_format", self.prompt_format, ("compact", "env"))
+        _check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))
         _check_choice("generator", self.generator, ("hf", "vllm"))
         if self.generator == "vllm" and self.model == "tiny":
             raise InvalidArgumentError(

@@ -12,6 +12,7 @@ docs/training.md, "Estimators").
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -28,7 +29,7 @@ from teamgym.algos import AlphaMixer, BanditAlpha, StaticAlpha, dynamic_sampling
 from teamgym.core.rewards import mix
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.rollout.batch import AgentTurnBatch
-from teamgym.rollout.engine import RolloutEngine, RolloutResult, TreeSampling, task_seed
+from teamgym.rollout.engine import ChatPrompt, RolloutEngine, RolloutResult, TreeSampling, task_seed
 from teamgym.rollout.hf import HFPolicy
 from teamgym.rollout.sampling import SamplingParams
 from teamgym.train.advantages import compute_advantages
@@ -76,6 +77,9 @@ class Trainer:
         torch.manual_seed(config.seed)
         random.seed(config.seed)
         self.policies = self._build_policies()
+        if config.prompt_format == "chat":  # the env's messages in the (first) model's own chat template
+            tokenizer = next(iter(self.policies.values())).tokenizer
+            self.preset = dataclasses.replace(self.preset, prompt=ChatPrompt(tokenizer))
         self.optimizers = {id(p): self._optimizer(p, self._lr(name)) for name, p in self._named_policies().items()}
         max_tokens = config.max_new_tokens or self.preset.max_tokens
         self.sampling = SamplingParams(temperature=config.temperature, max_tokens=max_tokens)

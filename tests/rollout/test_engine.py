@@ -405,3 +405,40 @@ def test_an_env_error_in_a_wave_reaches_the_caller_and_the_engine_goes_on():
 def test_bad_waves_are_named(waves):
     with pytest.raises(InvalidArgumentError, match="waves="):
         make_engine(TreeSampling(k=2), waves=waves)
+
+
+# ---------------------------------------------------------------------- chat prompts
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def test_chat_prompt_renders_the_envs_messages_in_the_template():
+    from teamgym.rollout import ChatPrompt
+    from teamgym.rollout.tiny import char_tokenizer
+
+    tokenizer = char_tokenizer()
+    tokenizer.chat_template = CHAT_TEMPLATE
+    prompt = ChatPrompt(tokenizer)
+    env = RelayEnv()
+    env.reset(seed=0, options={"task_id": "apple"})
+    env.step("The word is apple")
+    text = prompt(env, "listener")
+    system, user = (m["content"] for m in env.infos["listener"]["messages"])
+    assert text == f"<|system|>{system}<|end|>\n<|user|>{user}<|end|>\n<|assistant|>"
+    assert "The speaker said: The word is apple" in text
+    policy = ScriptedPolicy(lambda p, j: "apple" if "<|assistant|>" in p else "")
+    engine = RolloutEngine(RelayEnv, {"speaker": policy, "listener": policy}, tree=TreeSampling(k=2),
+                           prompt_formatter=prompt)
+    rows = engine.rollout(["apple"]).batch.rows()
+    assert rows and all(r["text"] == "apple" for r in rows)  # every node's prompt went through the template
+
+
+def test_chat_prompt_needs_a_chat_template():
+    from teamgym.rollout import ChatPrompt
+    from teamgym.rollout.tiny import char_tokenizer
+
+    with pytest.raises(InvalidArgumentError, match="chat template.*prompt_format='env'"):
+        ChatPrompt(char_tokenizer())

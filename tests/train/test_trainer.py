@@ -151,6 +151,26 @@ def test_vllm_generator_needs_a_checkpoint(tmp_path):
         tiny(tmp_path, "x", generator="vllm")
 
 
+def test_chat_prompt_format_renders_rollout_prompts_with_the_checkpoints_template(tmp_path):
+    from teamgym.rollout import HFPolicy
+    from tests.rollout.test_engine import CHAT_TEMPLATE
+
+    checkpoint = tmp_path / "chat-ckpt"
+    source = HFPolicy.tiny(seed=0, n_layer=1, n_embd=16, n_head=1)
+    source.tokenizer.chat_template = CHAT_TEMPLATE
+    source.model.save_pretrained(checkpoint)
+    source.tokenizer.save_pretrained(checkpoint)
+    config = tiny(tmp_path, "chat", model=str(checkpoint), prompt_format="chat", steps=1, save_batches=True,
+                  max_new_tokens=4)
+    train(config)
+    rows = [json.loads(line) for line in (tmp_path / "chat" / "batches" / "step_000000.jsonl").read_text().splitlines()]
+    tokenizer = HFPolicy.from_pretrained(str(checkpoint)).tokenizer
+    prompts = {tokenizer.decode(r["prompt_ids"]) for r in rows}
+    assert prompts and all(p.startswith("<|system|>You are the ") and p.endswith("<|assistant|>") for p in prompts)
+    with pytest.raises(InvalidArgumentError, match="chat template"):
+        train(tiny(tmp_path, "no-template", prompt_format="chat", steps=1))
+
+
 def test_one_model_and_optimizer_per_role_with_its_own_lr(tmp_path):
     from teamgym.train import Trainer
 
