@@ -75,7 +75,7 @@ class VLLMPolicy:
             n=n, temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
             stop=list(sampling.stop) or None, include_stop_str_in_output=True, seed=sampling.seed, logprobs=0,
         )
-        outputs = self.llm.generate(list(prompts), params, use_tqdm=False)
+        outputs = self.llm.generate(self._token_prompts(prompts), params, use_tqdm=False)
         result = []
         for request in outputs:
             group = []
@@ -91,6 +91,12 @@ class VLLMPolicy:
                 group.append(Completion(out.text, list(request.prompt_token_ids), token_ids, logprobs, reason))
             result.append(group)
         return result
+
+    def _token_prompts(self, prompts: Sequence[str]) -> list[dict[str, list[int]]]:
+        """The prompts as token ids, tokenized as the HF policy does: no special tokens added. Given text, vLLM would
+        add them (a second BOS after a chat template's own, for Llama-style tokenizers)."""
+        ids = self.llm.get_tokenizer()(list(prompts), add_special_tokens=False)["input_ids"]
+        return [{"prompt_token_ids": list(row)} for row in ids]
 
     def sync_weights(self, model: Any) -> int:
         """Load ``model``'s current weights into the engine in place; returns the number of tensors sent."""

@@ -72,11 +72,14 @@ class FakeLLM:
         self.calls = []
         self.cache_resets = 0
 
+    def get_tokenizer(self):
+        return self.tokenizer if self.tokenizer is not None else _OrdTokenizer()
+
     def generate(self, prompts, params, use_tqdm=True):
         self.calls.append((list(prompts), params))
         outputs = []
         for prompt in prompts:
-            prompt_ids = self._encode(prompt)
+            prompt_ids = list(prompt["prompt_token_ids"]) if isinstance(prompt, dict) else self._encode(prompt)
             samples = []
             for j in range(params.n):
                 ids = self._encode(chr(65 + j) + "\n")
@@ -94,6 +97,13 @@ class FakeLLM:
 
     def reset_prefix_cache(self):
         self.cache_resets += 1
+
+
+class _OrdTokenizer:
+    """One token per character, its code point (the fake engine's default tokenizer)."""
+
+    def __call__(self, texts, add_special_tokens=True):
+        return {"input_ids": [[ord(c) for c in text] for text in texts]}
 
 
 def weights_fingerprint(weights) -> str:

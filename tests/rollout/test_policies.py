@@ -89,7 +89,9 @@ def test_vllm_policy_maps_the_vllm_api():
     policy = VLLMPolicy(llm, sampling_params_cls=FakeVLLMSamplingParams)
     out = policy.generate(["p1", "p2"], 3, SamplingParams(max_tokens=4, stop=("\n",), seed=1))
     prompts, params = llm.calls[0]
-    assert prompts == ["p1", "p2"] and params.n == 3 and params.logprobs == 0 and params.stop == ["\n"]
+    # token ids, tokenized without special tokens (as the HF policy does), so vLLM adds no BOS of its own
+    assert prompts == [{"prompt_token_ids": [ord("p"), ord("1")]}, {"prompt_token_ids": [ord("p"), ord("2")]}]
+    assert params.n == 3 and params.logprobs == 0 and params.stop == ["\n"]
     assert len(llm.calls) == 1
     assert [len(g) for g in out] == [3, 3]
     assert out[0][1].text == "B\n" and out[0][1].token_ids == [66, 10] and out[0][1].logprobs == [-0.5, -1.0]

@@ -28,7 +28,13 @@ PROMPTS = ["Move from @ to G.", "Actions: R", "a longer prompt that shares a pre
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
+    """The tiny model, its tokenizer made to add a BOS token as Llama's does: prompts must reach vLLM without it."""
+    import tokenizers
+
     policy = HFPolicy.tiny(seed=0, n_layer=2, n_embd=64)
+    policy.tokenizer.backend_tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+        single="<eos> $A", special_tokens=[("<eos>", policy.tokenizer.eos_token_id)])
+    assert policy.tokenizer("ab")["input_ids"][0] == policy.tokenizer.eos_token_id
     path = tmp_path_factory.mktemp("tiny")
     policy.model.save_pretrained(path)
     policy.tokenizer.save_pretrained(path)
