@@ -126,7 +126,12 @@ class VLLMPolicy:
 
 
 def trainer_weights(model: Any) -> Iterable[tuple[str, Any]]:
-    """``(name, tensor)`` pairs as vLLM's ``load_weights`` expects them, merging a peft LoRA adapter if present."""
+    """``(name, tensor)`` pairs as vLLM's ``load_weights`` expects them, merging a peft LoRA adapter if present.
+
+    Without an adapter the tensors are the parameters themselves (detached). With one, they are copies taken while
+    the adapter is merged: the adapter is unmerged, in place, once the pairs are consumed, and a consumer that
+    collects them first (``list(...)``) would otherwise send the base weights.
+    """
     merged = False
     if hasattr(model, "merge_adapter") and hasattr(model, "peft_config"):
         model.merge_adapter()
@@ -137,7 +142,9 @@ def trainer_weights(model: Any) -> Iterable[tuple[str, Any]]:
                 if "lora_" in name:
                     continue
                 name = name.removeprefix("base_model.model.").replace(".base_layer", "")
-            yield name, tensor.detach()
+                yield name, tensor.detach().clone()
+            else:
+                yield name, tensor.detach()
     finally:
         if merged:
             model.unmerge_adapter()

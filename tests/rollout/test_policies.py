@@ -130,6 +130,26 @@ def test_lora_weights_are_merged_and_renamed():
     assert "transformer.h.0.attn.c_attn.weight" in names
 
 
+def test_lora_weights_collected_first_are_still_the_merged_ones():
+    """The adapter is unmerged in place once the pairs are consumed: collected with list() (as sync_weights does),
+    they must hold the merged values, not views of weights that were unmerged since."""
+    import copy
+
+    peft = pytest.importorskip("peft")
+    model = peft.get_peft_model(HFPolicy.tiny(seed=1).model,
+                                peft.LoraConfig(r=2, target_modules=["c_attn", "c_fc"], task_type="CAUSAL_LM"))
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0.0, 0.5)
+    expected = copy.deepcopy(model).merge_and_unload().state_dict()
+    sent = dict(list(trainer_weights(model)))
+    assert set(sent) == set(expected)
+    assert all(torch.equal(sent[name], expected[name]) for name in expected)
+    base = model.get_base_model().state_dict()["transformer.h.0.attn.c_attn.base_layer.weight"]
+    assert not torch.equal(sent["transformer.h.0.attn.c_attn.weight"], base)  # and the model is unmerged again
+
+
 def test_vllm_missing_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(DependencyNotInstalled, match=r"teamgym\[vllm\]"):

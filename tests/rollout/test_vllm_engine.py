@@ -95,6 +95,24 @@ def test_synced_weights_reach_the_next_generate_call_and_the_prefix_cache(engine
                                                                                               sampling)]
 
 
+def test_a_lora_trained_model_reaches_vllm_merged(engine, checkpoint):
+    """LoRA on every linear layer (as ``lora_rank`` sets it up): the adapter is merged into the sync, peft's names
+    are mapped back, and vLLM then samples with the adapted model's logprobs."""
+    pytest.importorskip("peft")
+    adapted = HFPolicy.from_pretrained(checkpoint, dtype="float32", lora_rank=4)
+    with torch.no_grad():
+        for name, param in adapted.model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0.0, 0.2)  # a trained adapter (peft starts B at zero, a no-op)
+    assert engine.sync_weights(adapted.model) > 0
+    completions = [g[0] for g in engine.generate(PROMPTS, 1, SamplingParams(temperature=1.0, max_tokens=10, seed=4))]
+    for c, scored in zip(completions, _scores(adapted, completions, 1.0), strict=True):
+        assert torch.allclose(torch.tensor(c.logprobs), scored, atol=2e-3)
+    base = HFPolicy.from_pretrained(checkpoint, dtype="float32")
+    assert not all(torch.allclose(torch.tensor(c.logprobs), scored, atol=2e-3)
+                   for c, scored in zip(completions, _scores(base, completions, 1.0), strict=True))
+
+
 def test_stop_strings_end_the_completion_and_stay_in_the_text(engine, trainer_model):
     groups = engine.generate(PROMPTS, 4, SamplingParams(temperature=1.0, max_tokens=40, stop=("e",), seed=3))
     completions = [c for g in groups for c in g]
