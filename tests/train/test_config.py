@@ -74,3 +74,18 @@ def test_cli_unknown_set_field_is_named(tmp_path):
 def test_defaults_are_the_embedded_main_job():
     config = TrainConfig()
     assert (config.env_id, config.algo, config.k, config.strategy) == ("plan_path-v0", "at_grpo", 4, "greedy")
+
+
+def test_the_documented_gpu_configs_are_valid(tmp_path):
+    """docs/training.md's Qwen config, alone and with its Ray engine layout, is a valid TrainConfig (the model path
+    replaced by a local directory, which the check requires)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text()
+    blocks = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, flags=re.S)]
+    assert len(blocks) >= 2 and blocks[0]["generator"] == "vllm" and blocks[0]["prompt_format"] == "chat"
+    base = {**blocks[0], "model": str(tmp_path)}
+    for extra in [{}, *blocks[1:]]:
+        config = TrainConfig(**{**base, **extra})
+        assert config.generator == "vllm" and config.device == "cuda"
