@@ -146,6 +146,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self._np_random, self._np_random_seed = seeding.np_random(None)
         self._has_reset = False
         self._handed_off = False
+        self._joined_prompts: dict[str, tuple[str, str, str]] = {}  # agent -> (system, user, prompt) last joined
         self.agents = []
 
     # ------------------------------------------------------------------ hooks for concrete envs
@@ -425,7 +426,7 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         finished = all(self.terminations[a] or self.truncations[a] for a in self.agents)
         summary = self.episode_summary() if finished else None
         progress = self._team_progress()
-        joined = self.__dict__.setdefault("_joined_prompts", {})  # agent -> (system, user, prompt) last joined
+        joined = self._joined_prompts
         for a in self.agents:
             system = self._system_prompt(a)
             user = self._user_prompt(a)

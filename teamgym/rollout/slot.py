@@ -226,6 +226,8 @@ def _chooser(strategy: str, args: dict[str, Any]) -> Callable[[Sequence[float]],
 
 
 def _snapshot_target(env: Any) -> Any:
+    """What takes and restores snapshots: ``env`` itself (a teamgym env or wrapper), or the env a PettingZoo wrapper
+    without them wraps."""
     return env if hasattr(env, "snapshot") else env.unwrapped
 
 
@@ -235,10 +237,7 @@ def _snapshot(env: Any, handoff: bool = False) -> Any:
 
 
 def _restore(env: Any, snapshot: Any) -> None:
-    if hasattr(env, "restore"):
-        env.restore(snapshot)
-    else:
-        env.unwrapped.restore(snapshot)
+    _snapshot_target(env).restore(snapshot)
 
 
 class SlotPool(Protocol):

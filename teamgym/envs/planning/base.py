@@ -159,6 +159,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
         ):
             raise InvalidArgumentError(f"tool_timeout={tool_timeout!r}: expected seconds in (0, 60], e.g. 5.0")
         self.tool_timeout = float(tool_timeout)
+        self._prompt_memo: dict[str, tuple[tuple[Any, ...], str]] = {}  # role -> (prompt inputs, prompt)
 
     # ------------------------------------------------------------------ what a family fills in
     def _initial_board(self, task: TaskT) -> BoardT:
@@ -236,12 +237,11 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
         key: tuple[Any, ...] = (self.task, state.board, turn, state.last_turn)
         if agent != "tool":
             key += (state.tool_code, state.tool_status, state.tool_output)
-        memo = self.__dict__.setdefault("_prompt_memo", {})
-        last = memo.get(agent)
+        last = self._prompt_memo.get(agent)
         if last is not None and last[0] == key:
             return last[1]
         text = self._render_user_prompt(agent, state, turn)
-        memo[agent] = (key, text)
+        self._prompt_memo[agent] = (key, text)
         return text
 
     def _render_user_prompt(self, agent: str, state: PlanningState[BoardT], turn: int) -> str:
