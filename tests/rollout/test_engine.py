@@ -34,11 +34,14 @@ def listener_text(prompt: str, j: int) -> str:
     return [_said(prompt), "nope", "maybe " + _said(prompt)[-5:], ""][j % 4]
 
 
+def either_text(prompt: str, j: int) -> str:
+    """One policy for both roles: the speaker's text on a speaker prompt, else the listener's."""
+    return speaker_text(prompt, j) if "secret word is" in prompt else listener_text(prompt, j)
+
+
 def make_engine(tree: TreeSampling, shared: bool = True, max_turns: int = 3, **kwargs) -> RolloutEngine:
-    speaker = ScriptedPolicy(speaker_text)
+    speaker = ScriptedPolicy(either_text if shared else speaker_text)
     listener = speaker if shared else ScriptedPolicy(listener_text)
-    if shared:
-        speaker.text_fn = lambda p, j: speaker_text(p, j) if "secret word is" in p else listener_text(p, j)
     return RolloutEngine(lambda: RelayEnv(max_turns=max_turns), {"speaker": speaker, "listener": listener},
                          sampling=SamplingParams(max_tokens=16), tree=tree, **kwargs)
 
@@ -375,7 +378,7 @@ def test_waves_generate_each_wave_apart_and_overlap_its_env_work():
                 overlapped.append(("river" in prompts[0] and "violet" in prompts[1], stepped.wait(timeout=10)))
             return super().generate(prompts, n, sampling)
 
-    policy = WaitingPolicy(lambda p, j: speaker_text(p, j) if "secret word is" in p else listener_text(p, j))
+    policy = WaitingPolicy(either_text)
     engine = RolloutEngine(WatchedRelay, {"speaker": policy, "listener": policy}, tree=TreeSampling(k=2), waves=2)
     result = engine.rollout(["apple", "river", "copper", "violet"])
     engine.close()
@@ -392,7 +395,7 @@ def test_an_env_error_in_a_wave_reaches_the_caller_and_the_engine_goes_on():
                 raise RuntimeError("env broke on copper")
             super().step(action)
 
-    policy = ScriptedPolicy(lambda p, j: speaker_text(p, j) if "secret word is" in p else listener_text(p, j))
+    policy = ScriptedPolicy(either_text)
     engine = RolloutEngine(Fragile, {"speaker": policy, "listener": policy}, tree=TreeSampling(k=2), waves=2)
     with pytest.raises(RuntimeError, match="env broke on copper"):
         engine.rollout(["apple", "copper", "river"])

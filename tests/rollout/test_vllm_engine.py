@@ -60,6 +60,20 @@ def _scores(policy: HFPolicy, completions, temperature: float) -> list[torch.Ten
     return [logprobs[i, : int(mask[i].sum())] for i in range(len(completions))]
 
 
+def _assert_trainers_logprobs(completions, policy: HFPolicy, temperature: float = 1.0) -> None:
+    """Each completion's sampling logprobs equal ``policy``'s scores of its tokens (float32, within 2e-3)."""
+    for c, scored in zip(completions, _scores(policy, completions, temperature), strict=True):
+        assert torch.allclose(torch.tensor(c.logprobs), scored, atol=2e-3), (c.logprobs, scored.tolist())
+
+
+def _change_and_sync(engine, trainer_model: HFPolicy) -> None:
+    """Move every trainer weight a little, then sync the engine to them."""
+    with torch.no_grad():
+        for param in trainer_model.model.parameters():
+            param.add_(0.05 * torch.randn_like(param))
+    assert engine.sync_weights(trainer_model.model) > 0
+
+
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_vllm_logprobs_are_the_trainers_at_the_sampling_temperature(engine, trainer_model, temperature):
     groups = engine.generate(PROMPTS, 3, SamplingParams(temperature=temperature, max_tokens=16, seed=1))
@@ -68,8 +82,7 @@ def test_vllm_logprobs_are_the_trainers_at_the_sampling_temperature(engine, trai
     for c, prompt in zip(completions, [p for p in PROMPTS for _ in range(3)], strict=True):
         assert c.prompt_ids == trainer_model.encode([prompt])[0]
         assert len(c.logprobs) == len(c.token_ids) > 0
-    for c, scored in zip(completions, _scores(trainer_model, completions, temperature), strict=True):
-        assert torch.allclose(torch.tensor(c.logprobs), scored, atol=2e-3), (c.logprobs, scored.tolist())
+    _assert_trainers_logprobs(completions, trainer_model, temperature)
 
 
 def test_greedy_decoding_agrees_with_the_transformers_model(engine, trainer_model):
@@ -82,14 +95,10 @@ def test_greedy_decoding_agrees_with_the_transformers_model(engine, trainer_mode
 def test_synced_weights_reach_the_next_generate_call_and_the_prefix_cache(engine, trainer_model):
     sampling = SamplingParams(temperature=0.0, max_tokens=10)
     before = engine.generate(PROMPTS[2:], 1, sampling)  # fills the prefix cache with the old weights' KV
-    with torch.no_grad():
-        for param in trainer_model.model.parameters():
-            param.add_(0.05 * torch.randn_like(param))
-    assert engine.sync_weights(trainer_model.model) > 0
+    _change_and_sync(engine, trainer_model)
     after = engine.generate(PROMPTS[2:], 1, sampling)
     completions = [g[0] for g in after]
-    for c, scored in zip(completions, _scores(trainer_model, completions, 1.0), strict=True):
-        assert torch.allclose(torch.tensor(c.logprobs), scored, atol=2e-3)
+    _assert_trainers_logprobs(completions, trainer_model)
     assert [g[0].logprobs for g in before] != [g[0].logprobs for g in after]
     assert [g[0].token_ids for g in after] == [g[0].token_ids for g in trainer_model.generate(PROMPTS[2:], 1,
                                                                                               sampling)]
@@ -106,8 +115,7 @@ def test_a_lora_trained_model_reaches_vllm_merged(engine, checkpoint):
                 param.normal_(0.0, 0.2)  # a trained adapter (peft starts B at zero, a no-op)
     assert engine.sync_weights(adapted.model) > 0
     completions = [g[0] for g in engine.generate(PROMPTS, 1, SamplingParams(temperature=1.0, max_tokens=10, seed=4))]
-    for c, scored in zip(completions, _scores(adapted, completions, 1.0), strict=True):
-        assert torch.allclose(torch.tensor(c.logprobs), scored, atol=2e-3)
+    _assert_trainers_logprobs(completions, adapted)
     base = HFPolicy.from_pretrained(checkpoint, dtype="float32")
     assert not all(torch.allclose(torch.tensor(c.logprobs), scored, atol=2e-3)
                    for c, scored in zip(completions, _scores(base, completions, 1.0), strict=True))
@@ -176,12 +184,8 @@ def test_ray_engines_shard_prompts_and_load_synced_weights(local_ray, checkpoint
             for prompt, group in zip(PROMPTS, groups, strict=True):
                 assert all(c.prompt_ids == trainer_model.encode([prompt])[0] for c in group)
             completions = [c for g in groups for c in g]
-            for c, scored in zip(completions, _scores(trainer_model, completions, 1.0), strict=True):
-                assert torch.allclose(torch.tensor(c.logprobs), scored, atol=2e-3)
-            with torch.no_grad():
-                for param in trainer_model.model.parameters():
-                    param.add_(0.05 * torch.randn_like(param))
-            assert policy.sync_weights(trainer_model.model) > 0
+            _assert_trainers_logprobs(completions, trainer_model)
+            _change_and_sync(policy, trainer_model)
     finally:
         policy.close()
 
@@ -202,10 +206,6 @@ def test_tensor_parallel_engine_loads_synced_weights_on_every_rank(checkpoint, t
     sampling = SamplingParams(temperature=1.0, max_tokens=10, seed=2)
     for _ in range(2):
         completions = [g[0] for g in policy.generate(PROMPTS, 1, sampling)]
-        for c, scored in zip(completions, _scores(trainer_model, completions, 1.0), strict=True):
-            assert torch.allclose(torch.tensor(c.logprobs), scored, atol=2e-3)
-        with torch.no_grad():
-            for param in trainer_model.model.parameters():
-                param.add_(0.05 * torch.randn_like(param))
-        assert policy.sync_weights(trainer_model.model) > 0
+        _assert_trainers_logprobs(completions, trainer_model)
+        _change_and_sync(policy, trainer_model)
     del policy
