@@ -52,12 +52,13 @@ from typing import Any
 from teamgym.sandbox.harness import (
     TestVerdict,
     humaneval_tests,
+    matrix_jobs,
     normalize_output,
     outputs_match,
     run_matrix,
     run_tests,
 )
-from teamgym.sandbox.pool import Sandbox, default_hide_paths, default_sandbox
+from teamgym.sandbox.pool import Sandbox, default_sandbox
 from teamgym.sandbox.result import STATUSES, ExecResult, Job, Status
 
 __all__ = [
@@ -67,9 +68,9 @@ __all__ = [
     "STATUSES",
     "Sandbox",
     "TestVerdict",
-    "default_hide_paths",
     "default_sandbox",
     "humaneval_tests",
+    "matrix_jobs",
     "normalize_output",
     "outputs_match",
     "run_many",

@@ -1,284 +1,447 @@
-"""The warm fork server: a clean interpreter that forks one jailed child per job.
+"""The warm fork server: a clean interpreter that runs each job in freshly cloned, jailed processes.
 
-Started by :mod:`teamgym.sandbox.pool` as
-``python -s _server.py SLOT WORKDIR_BASE HIDE_JSON NAMESPACES(0|1)`` with a scrubbed
+Started by :mod:`teamgym.sandbox.pool` as ``python -s -S _server.py SLOT BASE NAMESPACES(0|1)`` with a scrubbed
 environment. Stdlib only; never imports teamgym (the host may have torch and threads loaded, this process has
-neither). Protocol on stdin/stdout: 4-byte big-endian length + UTF-8 JSON. The server first writes a hello
-``{"isolation": {...}}``; then each request ``{"jobs": [...]}`` gets one reply ``{"results": [...]}``,
-in order.
+neither) and never imports site-packages. Protocol on stdin/stdout: 4-byte big-endian length + UTF-8 JSON. The
+server first writes a hello ``{"isolation": {...}, "pid": ...}``; then each request ``{"jobs": [...]}`` gets one
+reply ``{"results": [...]}``, in order.
+
+Three kinds of process, three levels of trust:
+
+* the **server** (trusted) reads jobs, holds their code, tests and outputs, and supervises;
+* its **zygote** (trusted), forked once at start before any job exists, clones every job process (as the
+  server's child, ``CLONE_PARENT``). It never sees a job's data (that travels in file descriptors it only passes
+  on), so a job, which can read all of its own memory, finds nothing of any other job there;
+* **job processes** (hostile): the *program*, and for assert tests its *judge*, each in its own PID and IPC
+  namespace, uid (as root), memory cgroup and seccomp filter (see :mod:`_jail`), inside the minimal root the
+  server pivoted into (see :mod:`_root`). They talk only through pipes the server made.
 """
 
 from __future__ import annotations
 
 import ctypes
-import errno
 import json
 import os
 import select
 import shutil
 import signal
-import struct
+import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+import _cgroup  # noqa: E402
 import _jail  # noqa: E402
+import _judge  # noqa: E402
+import _program  # noqa: E402
+import _root  # noqa: E402
+import _wire  # noqa: E402
 
-del sys.path[0]
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]  # jobs import nothing from here
 
-# Preloaded so forked jobs get them for free (copy-on-write); the usual imports of contest and HumanEval code.
-import bisect, collections, copy, fractions, functools, heapq, itertools, math, re, string, typing  # noqa: E401,E402,F401,I001
+# Preloaded so job processes get them for free (copy-on-write): the usual imports of contest and HumanEval code.
+import bisect, collections, copy, fractions, functools, heapq, itertools, math, random, re, string, typing  # noqa: E401,E402,F401,I001
 
-# As root, each server's jobs run as uid/gid UID_BASE + the server's pid: unique on the machine while the
-# server lives, so a uid-wide kill never touches another pool's (or another user's) jobs.
+# As root, each server's programs run as uid/gid UID_BASE + the server's pid, its judges as JUDGE_UID_BASE + pid:
+# unique on the machine while the server lives (pids stay below 2**22), so a uid-wide kill never touches another
+# pool's (or another user's) jobs.
 UID_BASE = 1_500_000_000
-_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
+JUDGE_UID_BASE = UID_BASE + (1 << 22)
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER, _PR_SET_DUMPABLE = 1, 36, 4
 _READ = 65536
+_STATUS_CAP = {"program": 1 << 16, "judge": 64 << 20}  # bytes of status records kept per process
+_LIMIT_KEYS = ("timeout", "memory_mb", "file_mb", "max_processes", "max_open_files")
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _within(path: str, folder: str) -> bool:
-    path, folder = os.path.abspath(path), os.path.abspath(folder)
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
+class ZygoteDied(Exception):
+    """The zygote is gone: the server cannot start jobs any more (the host restarts it)."""
 
 
-def _recv(fd: int) -> dict | None:
-    head = _read_exact(fd, 4)
-    if head is None:
-        return None
-    body = _read_exact(fd, struct.unpack(">I", head)[0])
-    return None if body is None else json.loads(body)
+def child_main(header: dict, fds: list[int], procs_fds: dict[str, int]) -> int:
+    """In a freshly cloned job process: jail it, then run the program or the judge. Returns the exit code.
+
+    Exit code 125 before the ready byte means the jail could not be set up: the server reports an infra error.
+    """
+    role = header["role"]
+    if header["cgroup"]:
+        os.write(procs_fds[role], b"0")
+    _jail.wire_fds(fds)
+    _jail.enter(header["jail"], header["limits"])
+    spec = _wire.loads(_read_all(_jail.SPEC_FD))
+    os.close(_jail.SPEC_FD)
+    _jail.python_streams()
+    os.write(_jail.STATUS_FD, _jail.READY)
+    return _judge.run(spec) if role == "judge" else _program.run(spec)
 
 
-def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks, got = [], 0
-    while got < n:
-        chunk = os.read(fd, n - got)
-        if not chunk:
-            return None
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
-        got += len(chunk)
     return b"".join(chunks)
 
 
-def _send(fd: int, message: dict) -> None:
-    body = json.dumps(message).encode()
-    data = struct.pack(">I", len(body)) + body
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+class Zygote:
+    """A clean fork of the server that clones job processes on request (see the module docstring)."""
+
+    def __init__(self, procs_fds: dict[str, int]):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            keep = {0, 1, 2, theirs.fileno(), *procs_fds.values()}
+            for fd in range(3, 1 << 12):
+                if fd not in keep:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+            code = 0
+            try:
+                self._loop(theirs, procs_fds)
+            except BaseException:  # noqa: B036 - the server sees the zygote die and stops
+                code = 1
+            os._exit(code)
+        theirs.close()
+        self.pid, self.sock = pid, ours
+
+    @staticmethod
+    def _loop(sock: socket.socket, procs_fds: dict[str, int]) -> None:
+        while True:
+            message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 16)
+            if not message:
+                return
+            header = json.loads(message)
+            try:
+                pid = _jail.clone(header["flags"] | _jail.CLONE_PARENT)
+            except OSError as exc:
+                reply = {"error": str(exc)}
+            else:
+                if pid == 0:
+                    code = 125
+                    try:
+                        code = child_main(header, fds, procs_fds)
+                    finally:
+                        os._exit(code)
+                reply = {"pid": pid}
+            for fd in fds:
+                os.close(fd)
+            sock.send(json.dumps(reply).encode())
+
+    def spawn(self, header: dict, fds: list[int]) -> int:
+        """Clone a job process; its pid (a child of the server). Raises OSError when the kernel refused."""
+        try:
+            socket.send_fds(self.sock, [json.dumps(header).encode()], fds)
+            reply = self.sock.recv(1 << 12)
+        except OSError as exc:
+            raise ZygoteDied(str(exc)) from None
+        if not reply:
+            raise ZygoteDied("the zygote exited")
+        answer = json.loads(reply)
+        if "error" in answer:
+            raise OSError(answer["error"])
+        return int(answer["pid"])
+
+
+class _Proc:
+    """One job process as the server supervises it: its pipes, what came out of them, how it ended."""
+
+    def __init__(self, role: str, pid: int, pipes: dict[str, int], limits: dict[str, int]):
+        self.role, self.pid, self.pipes, self.limits = role, pid, pipes, limits
+        self.pidfd = os.pidfd_open(pid)
+        self.bufs: dict[str, list[bytes]] = {name: [] for name in pipes}
+        self.sizes = dict.fromkeys(pipes, 0)
+        self.status: int | None = None  # wait status once exited
+        self.verdict: str | None = None  # our reason for killing it
+        self.grace_end: float | None = None
+
+    def kill(self, verdict: str | None) -> None:
+        self.verdict = self.verdict or verdict
+        for how in (os.kill, os.killpg):
+            try:
+                how(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def output(self, name: str) -> bytes:
+        return b"".join(self.bufs[name])
+
+    @property
+    def ready(self) -> bool:
+        return self.output("status").startswith(_jail.READY)
 
 
 class Server:
-    """Runs jobs one at a time, each in a freshly cloned, jailed child."""
+    """Runs jobs one at a time; see the module docstring."""
 
-    def __init__(self, base: str, hide: list[str], namespaces: bool = True):
-        self.namespaces = namespaces
-        self.root = os.geteuid() == 0
-        self.uid = UID_BASE + os.getpid() if self.root else os.geteuid()
-        self.gid = UID_BASE + os.getpid() if self.root else os.getegid()
+    def __init__(self, base: str, namespaces: bool = True):
         self.base = base
-        self.workdir = os.path.join(base, "job")
-        os.mkdir(self.workdir, 0o700)
-        os.chmod(base, 0o711)
-        # The interpreter and its libraries stay visible even inside a hidden folder (pyenv lives in /root).
-        needed = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *sys.path) if p})
-        needed = [p for p in needed if os.path.isdir(p) and not any(_within(p, q) and p != q for q in needed)]
-        self.hide = [
-            (p, [n for n in needed if _within(n, p)])
-            for p in hide
-            if os.path.isdir(p) and not _within(base, p) and not any(_within(p, n) for n in needed)
-        ]
+        self.root_user = os.geteuid() == 0
+        pid = os.getpid()
+        self.ids = {
+            "program": (UID_BASE + pid, UID_BASE + pid) if self.root_user else (os.geteuid(), os.getegid()),
+            "judge": (JUDGE_UID_BASE + pid, JUDGE_UID_BASE + pid) if self.root_user else (os.geteuid(), os.getegid()),
+        }
         self.disk_mb = 64
-        if self.root:
-            self._kill_uid()  # jobs orphaned by a dead server that had our pid
-        self.flags, self.warning = self._probe()
-
-    def _cfg(self, flags: int) -> dict:
-        return {
-            "flags": flags,
-            "workdir": self.workdir,
-            "uid": self.uid,
-            "gid": self.gid,
-            "drop_uid": self.root,
-            "hide": self.hide,
-            "disk_mb": self.disk_mb,
-        }
-
-    def _probe(self) -> tuple[int, str | None]:
-        """Find the strongest isolation this kernel grants us: server namespaces, then per-job clone flags."""
-        try:
-            if not self.namespaces:
-                errors = ["namespaces turned off by the caller"]
-            elif os.uname().machine != "x86_64":
-                errors = ["clone() with namespaces is only wired for x86_64"]
-            else:
-                errors = _jail.setup_server(self._cfg(0))
-        except OSError as exc:  # half set up: keep what worked, run jobs without per-job namespaces
-            errors = [f"server namespace setup failed: {exc}"]
-        self.server_ns = not errors
-        job = {
-            "timeout": 1,
-            "memory_mb": 256,
-            "file_mb": 1,
-            "max_processes": 64,
-            "max_open_files": 64,
-            "disk_mb": 1,
-        }
-        full = _jail.CLONE_NEWPID | _jail.CLONE_NEWIPC
-        for flags in (full, _jail.CLONE_NEWPID, 0) if self.server_ns else (0,):
+        if self.root_user:
+            self._kill_uids()  # jobs orphaned by a dead server that had our pid
+        errors: list[str] = []
+        self.cgroups, why = _cgroup.create() if namespaces else (None, None)
+        if why:
+            errors.append(why)
+        self.server_ns = False
+        if not namespaces:
+            errors.append("namespaces turned off by the caller")
+        elif not _jail.can_clone():
+            errors.append(f"clone() with namespaces is not wired for {os.uname().machine}")
+        else:
             try:
-                pid = _jail.clone(flags)
-            except OSError as exc:
-                errors.append(str(exc))
-                continue
-            if pid == 0:
-                code = 1
-                try:
-                    _jail.enter(self._cfg(flags), job)
-                    code = 0 if (os.getpid() == 1) == bool(flags & _jail.CLONE_NEWPID) else 2
-                finally:
-                    os._exit(code)
-            _, status = os.waitpid(pid, 0)
-            if status == 0:
-                warning = None
-                if flags != full or errors:
-                    warning = (
-                        "the kernel refused namespaces ("
-                        + "; ".join(errors or ["jail setup failed"])
-                        + f"): server namespaces {self.server_ns}, per-job clone flags 0x{flags:x}; "
-                        "see docs/sandbox.md for what is lost"
-                    )
-                return flags, warning
-            errors.append(f"jail setup with clone flags 0x{flags:x} failed (exit status {status})")
-        raise SystemExit("no isolation level works: " + "; ".join(errors))
+                setup = _root.setup_server(
+                    os.path.join(base, "root"),
+                    uid=self.ids["program"][0],
+                    gid=self.ids["program"][1],
+                    disk_mb=self.disk_mb,
+                )
+                errors += setup
+                self.server_ns = not setup
+            except OSError as exc:  # half set up: keep what worked, run jobs without the new root
+                errors.append(f"the server's namespaces or new root could not be set up: {exc}")
+        self.workdir = _root.JOB_DIR if self.server_ns else os.path.join(base, "job")
+        procs = {role: self.cgroups.procs_fd(role) for role in _cgroup.ROLES} if self.cgroups else {}
+        self.zygote = Zygote(procs) if _jail.can_clone() else None
+        for fd in procs.values():  # the zygote holds them; a server without one forks children itself (no cgroups)
+            os.close(fd)
+        self.config = {
+            "flags": _jail.CLONE_NEWPID | _jail.CLONE_NEWIPC if self.server_ns else 0,
+            "seccomp": self.server_ns and _jail.seccomp_supported(),
+            "cgroup": self.cgroups is not None and self.zygote is not None,
+        }
+        self.warning = self._probe(errors)
+
+    # ------------------------------------------------------------------------------------------ isolation
+    def _probe(self, errors: list[str]) -> str | None:
+        """Run a trivial job with the strongest settings, relaxing one at a time until one works."""
+        relaxations = [("cgroup", False), ("seccomp", False), ("flags", _jail.CLONE_NEWPID), ("flags", 0)]
+        while True:
+            result = self._run(
+                {
+                    "code": "import os\nprint(os.getpid())",
+                    "stdin": "",
+                    "timeout": 5,
+                    "memory_mb": 256,
+                    "file_mb": 1,
+                    "max_processes": 64,
+                    "max_open_files": 64,
+                    "disk_mb": 1,
+                    "output_limit": 1000,
+                }
+            )
+            pid_ns = bool(self.config["flags"] & _jail.CLONE_NEWPID)
+            if result["status"] == "ok" and (result["stdout"].strip() == "1") == pid_ns:
+                break
+            errors.append(
+                f"a job with {self.config} failed: {result['infra_error'] or result['status']} "
+                f"{result['stderr'][-300:]!r}"
+            )
+            while relaxations:
+                key, value = relaxations.pop(0)
+                if self.config[key] != value and (key != "flags" or self.config[key] > value):
+                    self.config[key] = value
+                    break
+            else:
+                raise SystemExit("no isolation level works: " + "; ".join(errors))
+        if not errors:
+            return None
+        return "; ".join(errors) + f"; running with {self.config}: see docs/sandbox.md for what is lost"
 
     def isolation(self) -> dict:
-        f = self.flags
+        config = self.config
         return {
-            "pid_ns": bool(f & _jail.CLONE_NEWPID),
+            "pid_ns": bool(config["flags"] & _jail.CLONE_NEWPID),
             "mount_ns": self.server_ns,
             "net_ns": self.server_ns,
-            "user_ns": self.server_ns and not self.root,
-            "uid_drop": self.root,
+            "new_root": self.server_ns,
+            "user_ns": self.server_ns and not self.root_user,
+            "uid_drop": self.root_user,
+            "seccomp": bool(config["seccomp"]),
+            "memory_cgroup": self.cgroups.version if config["cgroup"] else None,
+            "zygote": self.zygote is not None,
             "warning": self.warning,
         }
 
+    # ------------------------------------------------------------------------------------------ jobs
     def run(self, job: dict) -> dict:
         try:
             return self._run(job)
         except OSError as exc:  # fork EAGAIN, pipe/fd exhaustion: the sandbox's failure, not the program's
-            return {
-                "status": "error",
-                "stdout": "",
-                "stderr": "",
-                "returncode": None,
-                "duration": 0.0,
-                "infra_error": f"sandbox could not run the job: {exc}",
-            }
+            return _infra(f"sandbox could not run the job: {exc}")
 
     def _run(self, job: dict) -> dict:
-        stdin_fd = os.memfd_create("stdin", 0)
-        os.write(stdin_fd, job["stdin"].encode("utf-8", "surrogateescape"))
-        os.lseek(stdin_fd, 0, os.SEEK_SET)
-        pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, info
-        if self.server_ns:
-            if int(job["disk_mb"]) != self.disk_mb:
-                _jail.resize_workdir(self._cfg(self.flags), int(job["disk_mb"]))
-                self.disk_mb = int(job["disk_mb"])
-        else:
-            if not os.path.isdir(self.workdir):
-                os.mkdir(self.workdir, 0o700)
-            if self.root:
-                os.chown(self.workdir, self.uid, self.gid)
+        tests = job.get("tests")
+        limits = {k: job[k] for k in _LIMIT_KEYS}
+        if self.server_ns and int(job["disk_mb"]) != self.disk_mb:
+            _root.resize_workdir(*self.ids["program"], int(job["disk_mb"]))
+            self.disk_mb = int(job["disk_mb"])
+        elif not self.server_ns:
+            os.makedirs(self.workdir, 0o700, exist_ok=True)
+            if self.root_user:
+                os.chown(self.workdir, *self.ids["program"])
+        roles = ("program", "judge") if tests is not None else ("program",)
+        oom_before = {}
+        if self.config["cgroup"]:
+            for role in roles:
+                self.cgroups.set_limit(role, int(job["memory_mb"]))
+                oom_before[role] = self.cgroups.oom_kills(role)
         start = time.monotonic()
-        pid = _jail.clone(self.flags)
+        procs: list[_Proc] = []
+        try:
+            if tests is None:
+                procs.append(self._spawn("program", {"code": job["code"]}, job["stdin"], limits, [], job))
+            else:
+                calls, answers = os.pipe(), os.pipe()  # judge -> program, program -> judge
+                program_spec = {"code": job["code"], "serve": True}
+                judge_spec = {
+                    "tests": tests,
+                    "entry_point": job.get("entry_point"),
+                    "prelude": job.get("prelude") or "",
+                    "setup": job.get("setup") or "",
+                    "test_timeout": float(job["test_timeout"]),
+                    "program_timeout": float(job["test_timeout"]),
+                }
+                try:
+                    procs.append(self._spawn("program", program_spec, "", limits, [calls[0], answers[1]], job))
+                    procs.append(self._spawn("judge", judge_spec, "", limits, [answers[0], calls[1]], job))
+                finally:
+                    for fd in (*calls, *answers):
+                        os.close(fd)
+            self._supervise(procs, start + float(job["timeout"]))
+        finally:
+            for proc in procs:
+                proc.kill(None)
+                if proc.status is None:
+                    proc.status = os.waitpid(proc.pid, 0)[1]
+                os.close(proc.pidfd)
+                for fd in proc.pipes.values():
+                    os.close(fd)
+            self._sweep([p.pid for p in procs])
+        duration = time.monotonic() - start
+        oom = {role: self.cgroups.oom_kills(role) > oom_before[role] for role in oom_before}
+        return self._result(procs, oom, duration)
+
+    def _spawn(self, role: str, spec: dict, stdin: str, limits: dict, extra: list[int], job: dict) -> _Proc:
+        """Start one jailed job process: fds 0-4 (stdin, stdout, stderr, status, spec), then ``extra``."""
+        stdin_fd = _memfd("stdin", stdin.encode("utf-8", "surrogateescape"))
+        spec_fd = _memfd("spec", json.dumps(spec).encode())
+        pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, status
+        uid, gid = self.ids[role]
+        header = {
+            "role": role,
+            "flags": self.config["flags"],
+            "cgroup": bool(self.config["cgroup"]),
+            "limits": limits,
+            "jail": {
+                "cwd": self.workdir if role == "program" or not self.server_ns else "/",
+                "uid": uid,
+                "gid": gid,
+                "drop_uid": self.root_user,
+                "seccomp": bool(self.config["seccomp"]),
+            },
+        }
+        fds = [stdin_fd, pipes[0][1], pipes[1][1], pipes[2][1], spec_fd, *extra]
+        try:
+            pid = self._clone(header, fds)
+        except BaseException:
+            for r, _ in pipes:
+                os.close(r)
+            raise
+        finally:
+            for fd in (stdin_fd, spec_fd, *(w for _, w in pipes)):
+                os.close(fd)
+        output_cap = int(job["output_limit"])
+        return _Proc(
+            role,
+            pid,
+            {"stdout": pipes[0][0], "stderr": pipes[1][0], "status": pipes[2][0]},
+            {"stdout": output_cap, "stderr": output_cap, "status": _STATUS_CAP[role]},
+        )
+
+    def _clone(self, header: dict, fds: list[int]) -> int:
+        if self.zygote is not None:
+            return self.zygote.spawn(header, fds)
+        pid = os.fork()  # no raw clone on this machine: the job is a fork of the server (documented)
         if pid == 0:
             code = 125
             try:
-                _jail.enter(self._cfg(self.flags), job)
-                _jail.wire_fds(stdin_fd, pipes[0][1], pipes[1][1], pipes[2][1])
-                code = _jail.run(job)
+                code = child_main(header, fds, {})
             finally:
                 os._exit(code)
-        os.close(stdin_fd)
-        for _, w in pipes:
-            os.close(w)
-        try:
-            result = self._supervise(pid, job, [r for r, _ in pipes], start)
-        finally:
-            for r, _ in pipes:
-                os.close(r)
-            self._sweep(pid)
-        return result
+        return pid
 
-    def _supervise(self, pid: int, job: dict, fds: list[int], start: float) -> dict:
-        pidfd = os.pidfd_open(pid)
-        limit = int(job["output_limit"])
-        bufs: dict[int, list[bytes]] = {fd: [] for fd in fds}
-        sizes = dict.fromkeys(fds, 0)
+    def _supervise(self, procs: list[_Proc], deadline: float) -> None:
+        """Collect output until the job is over: the program exits (plain job) or the judge does (tests)."""
         poller = select.poll()
-        for fd in fds + [pidfd]:
+        owner: dict[int, tuple[_Proc, str | None]] = {}
+        for proc in procs:
+            owner[proc.pidfd] = (proc, None)
+            for name, fd in proc.pipes.items():
+                owner[fd] = (proc, name)
+        for fd in owner:
             poller.register(fd, select.POLLIN)
-        open_fds, exited, verdict = set(fds), None, None
-        deadline = start + float(job["timeout"])
-        grace_end = None
-        while open_fds or exited is None:
+        primary = procs[-1]  # the judge when there is one: the program then serves until the judge is done
+        open_fds = set(owner)
+        while True:
             now = time.monotonic()
-            if exited is None and now >= deadline:
-                verdict = verdict or "timeout"
-                self._kill(pid)
-            if exited is not None:
-                grace_end = grace_end or now + 0.2  # escaped writers (degraded mode) get 200 ms, then are cut
-                if now >= grace_end:
-                    break
-            wait_until = grace_end if exited is not None else deadline
-            for fd, _ in poller.poll(max(0.0, wait_until - now) * 1000 + 1):
-                if fd == pidfd:
-                    _, status = os.waitpid(pid, 0)
-                    exited = status
-                    poller.unregister(pidfd)
+            if now >= deadline:
+                for proc in procs:
+                    if proc.status is None:
+                        proc.kill("timeout")
+                deadline = float("inf")
+            if primary.status is not None:
+                for proc in procs:
+                    if proc is not primary and proc.status is None:
+                        proc.kill("done")
+            live_pipes = [fd for fd in open_fds if owner[fd][1] is not None]
+            if all(p.status is not None for p in procs):
+                end = max(p.grace_end for p in procs)
+                if not live_pipes or now >= end:
+                    return
+            waits = [deadline] + [p.grace_end for p in procs if p.grace_end is not None]
+            timeout_ms = max(0.0, min(waits) - now) * 1000 + 1
+            for fd, _ in poller.poll(min(timeout_ms, 1e9)):
+                proc, name = owner[fd]
+                if name is None:
+                    proc.status = os.waitpid(proc.pid, 0)[1]
+                    proc.grace_end = time.monotonic() + 0.2  # escaped writers (degraded mode) get 200 ms
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
                     continue
                 chunk = os.read(fd, _READ)
                 if not chunk:
                     poller.unregister(fd)
                     open_fds.discard(fd)
                     continue
-                room = (limit if fd != fds[2] else 1 << 22) - sizes[fd]
+                room = proc.limits[name] - proc.sizes[name]
                 if len(chunk) > room:
                     chunk = chunk[: max(room, 0)]
-                    verdict = verdict or "output_limit"
-                    self._kill(pid)
-                bufs[fd].append(chunk)
-                sizes[fd] += len(chunk)
-        duration = time.monotonic() - start
-        os.close(pidfd)
-        status = exited if exited is not None else self._reap(pid)
-        out, err, info = (b"".join(bufs[fd]) for fd in fds)
-        return self._result(job, status, verdict, out, err, info, duration)
+                    proc.kill("output_limit" if name != "status" else "error")
+                proc.bufs[name].append(chunk)
+                proc.sizes[name] += len(chunk)
 
-    def _reap(self, pid: int) -> int:
-        self._kill(pid)
-        return os.waitpid(pid, 0)[1]
-
-    def _kill(self, pid: int) -> None:
-        for target, how in ((pid, os.kill), (pid, os.killpg)):
-            try:
-                how(target, signal.SIGKILL)
-            except OSError:
-                pass
-
-    def _sweep(self, pid: int) -> None:
-        """Kill what escaped the job (only possible without a PID namespace) and reap every orphan."""
-        if not self.flags & _jail.CLONE_NEWPID:
-            self._kill(pid)
-            if self.root:
-                # Escaped daemons come back to us (child subreaper) once killed; a SIGKILLed process turns into a
-                # zombie a moment later, so kill and reap until none is left (bounded: nothing can stall us).
-                for _ in range(200):
-                    self._kill_uid()
-                    if not self._reap_orphans():
-                        break
-                    time.sleep(0.005)
+    def _sweep(self, pids: list[int]) -> None:
+        """Kill what escaped the job (only possible without a PID namespace) and empty the working directory."""
+        if not self.config["flags"] & _jail.CLONE_NEWPID and self.root_user:
+            # Escaped daemons come back to us (child subreaper) once killed; a SIGKILLed process turns into a
+            # zombie a moment later, so kill and reap until none is left (bounded: nothing can stall us).
+            for _ in range(200):
+                self._kill_uids()
+                self._reap_orphans()
+                if not self._children_alive():
+                    break
+                time.sleep(0.005)
         if self.server_ns:  # the tmpfs stays; its content goes (every job process is dead by now)
             for entry in os.scandir(self.workdir):
                 if entry.is_dir(follow_symlinks=False):
@@ -292,85 +455,113 @@ class Server:
             shutil.rmtree(self.workdir, ignore_errors=True)
         self._reap_orphans()
 
-    def _reap_orphans(self) -> bool:
-        """Reap every exited child; True if children are still alive."""
+    def _reap_orphans(self) -> None:
+        """Reap every exited child (orphans of degraded-mode jobs come back to us)."""
         while True:
             try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    return True
+                pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return False
+                return
+            if pid == 0:
+                return
+            if self.zygote is not None and pid == self.zygote.pid:
+                raise ZygoteDied("the zygote exited")
 
-    def _kill_uid(self) -> None:
-        """Kill every process of this server's job uid (all are its jobs'): kill(-1) run as that uid."""
-        killer = os.fork()
-        if killer == 0:
-            try:
-                os.setresuid(self.uid, self.uid, self.uid)
-                for _ in range(3):
-                    try:
-                        os.kill(-1, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-            finally:
-                os._exit(0)
-        os.waitpid(killer, 0)
+    def _children_alive(self) -> bool:
+        """Whether a child other than the zygote is alive (read from /proc, which degraded mode has)."""
+        children: set[int] = set()
+        try:
+            for task in os.listdir("/proc/self/task"):
+                with open(f"/proc/self/task/{task}/children") as fh:
+                    children.update(int(pid) for pid in fh.read().split())
+        except OSError:  # no /proc (a mount namespace without a PID one): the kill-and-reap pass must do
+            return False
+        children.discard(self.zygote.pid if self.zygote is not None else -1)
+        return bool(children)
 
-    def _result(
-        self,
-        job: dict,
-        status: int,
-        verdict: str | None,
-        out: bytes,
-        err: bytes,
-        info: bytes,
-        duration: float,
-    ) -> dict:
-        records = []
-        for line in info.splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue
-        returncode = os.waitstatus_to_exitcode(status)
-        memory = any(r.get("memory") is True for r in records if isinstance(r, dict))
+    def _kill_uids(self) -> None:
+        """Kill every process of this server's job uids (all are its jobs'): kill(-1) run as each uid."""
+        for uid, _ in {self.ids["program"], self.ids["judge"]}:
+            killer = os.fork()
+            if killer == 0:
+                try:
+                    os.setresuid(uid, uid, uid)
+                    for _ in range(3):
+                        try:
+                            os.kill(-1, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                finally:
+                    os._exit(0)
+            os.waitpid(killer, 0)
+
+    def _result(self, procs: list[_Proc], oom: dict[str, bool], duration: float) -> dict:
+        for proc in procs:
+            if not proc.ready:  # the jail never came up: nothing of the job ran, so it cannot be its fault
+                return _infra(f"the {proc.role}'s jail could not be set up", duration)
+        program = procs[0]
+        returncode = os.waitstatus_to_exitcode(program.status)
+        records = program.output("status")[len(_jail.READY) :].splitlines()
+        memory = oom.get("program", False) or any(line.strip() == b'{"memory": true}' for line in records)
+        verdict = program.verdict
+        if verdict == "done":  # it served until the judge was done: its end is ours
+            verdict, returncode = "ok", 0
         if verdict is None:
-            if returncode == 0:
+            if memory:
+                verdict = "memory"
+            elif returncode == 0:
                 verdict = "ok"
             elif returncode == -signal.SIGXCPU:
                 verdict = "timeout"
-            elif memory:
-                verdict = "memory"
             elif returncode < 0:
                 verdict = "killed"
-            elif returncode == 125 and not out and not err:
-                return {
-                    "status": "error",
-                    "stdout": "",
-                    "stderr": "",
-                    "returncode": returncode,
-                    "duration": duration,
-                    "infra_error": "the job's jail could not be set up",
-                }
             else:
                 verdict = "error"
-        return {
+        result = {
             "status": verdict,
-            "stdout": out.decode("utf-8", "replace"),
-            "stderr": err.decode("utf-8", "replace"),
+            "stdout": program.output("stdout").decode("utf-8", "replace"),
+            "stderr": program.output("stderr").decode("utf-8", "replace"),
             "returncode": returncode,
             "duration": duration,
             "infra_error": None,
-            "records": records if job.get("tests") is not None else None,
+            "records": None,
         }
+        if len(procs) > 1:
+            judge = procs[1]
+            lines = judge.output("status")[len(_jail.READY) :].decode("utf-8", "replace").splitlines()
+            result["records"] = lines
+            result["judge_status"] = judge.verdict or ("ok" if judge.status == 0 else "error")
+            if oom.get("judge"):
+                result["judge_status"] = "memory"
+        return result
+
+
+def _infra(reason: str, duration: float = 0.0) -> dict:
+    return {
+        "status": "error",
+        "stdout": "",
+        "stderr": "",
+        "returncode": None,
+        "duration": duration,
+        "infra_error": reason,
+        "records": None,
+    }
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def main() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the host
-    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of degraded-mode jobs come back to be reaped
-    base, hide = sys.argv[2], json.loads(sys.argv[3])  # argv[1], the slot, only names the process
-    namespaces = sys.argv[4] == "1"
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the host
+    _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of degraded-mode jobs come back to be reaped
+    base = sys.argv[2]  # argv[1], the slot, only names the process
+    namespaces = sys.argv[3] == "1"
     control_in, control_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -378,21 +569,26 @@ def main() -> None:
     os.close(devnull)
     for fd in (control_in, control_out):
         os.set_inheritable(fd, False)
-    server = Server(base, hide, namespaces)
-    libc.prctl(
-        4, 0, 0, 0, 0
-    )  # PR_SET_DUMPABLE 0 (after the uid_map writes): no same-uid ptrace of the server
-    _send(control_out, {"isolation": server.isolation(), "pid": os.getpid()})
-    while True:
-        try:
-            request = _recv(control_in)
-        except OSError as exc:
-            if exc.errno == errno.EINTR:
-                continue
-            raise
-        if request is None:
-            return
-        _send(control_out, {"results": [server.run(job) for job in request["jobs"]]})
+    import site
+
+    site.setquit()  # exit() and quit() for programs, as python gives them (this process runs without site)
+    site.setcopyright()
+    site.sethelper()
+    server = Server(base, namespaces)
+    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # after the uid_map writes: no same-uid ptrace of the server
+    zygote = server.zygote.pid if server.zygote is not None else None
+    _wire.write_frame(control_out, {"isolation": server.isolation(), "pid": os.getpid(), "zygote": zygote})
+    reader = _wire.FrameReader(control_in, limit=1 << 31)
+    try:
+        while True:
+            try:
+                request = reader.read()
+            except EOFError:
+                return
+            _wire.write_frame(control_out, {"results": [server.run(job) for job in request["jobs"]]})
+    finally:
+        if server.cgroups is not None:
+            server.cgroups.close()
 
 
 if __name__ == "__main__":

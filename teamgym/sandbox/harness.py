@@ -4,27 +4,33 @@ Two kinds of tests:
 
 * ``"stdio"``: each test is ``(input, expected_output)`` (or a dict with ``input``/``output``). Every test is
   one sandbox job; the host compares outputs whitespace-normalised (CURE: lines stripped, trailing empty
-  lines dropped), falling back to a token-wise comparison.
-* ``"assert"``: each test is a Python statement run after the program, e.g. ``assert candidate(2) == 4``
-  (HumanEval; ``entry_point`` names the function bound to ``candidate``) or ``assert add(1, 2) == 3``
-  (MBPP). One job runs the program once, then each test under its own time budget.
+  lines dropped), falling back to a token-wise comparison. The expected output never enters the sandbox.
+* ``"assert"``: each test is a Python statement, e.g. ``assert candidate(2) == 4`` (HumanEval;
+  ``entry_point`` names the function bound to ``candidate``) or ``assert add(1, 2) == 3`` (MBPP).
 
-Reward hacking: tests of the form ``assert EXPR == LITERAL`` are split by the host: the job only evaluates
-``EXPR`` and sends back its value (plain builtin types only, tagged JSON); the host compares it with the
-literal, which never enters the sandbox. Such verdicts cannot be faked by ``__eq__`` tricks, patched
-builtins, fake output or early exits. Other statements run inside the job with the builtins as they were
-before the program ran; their pass records could be forged by a program that writes our record format to
-fd 3 and exits (documented residual risk, see docs/sandbox.md).
+**Judging is not running.** An assert job is two jailed processes: the *program*, which runs the model's code
+and then only answers calls, and the *judge*, which runs the tests (and the problem's own ``prelude`` and
+``setup``) and never runs model-written program code. Each call of the program's function from a test sends
+plain data (exact builtin types, bounded in depth and size) to the program's process and rebuilds its plain
+answer in the judge, so no object the program made (a float subclass, a rigged ``__eq__``, a patched module, a
+frame to read the expected value from) ever reaches the test; helpers such as HumanEval's ``poly`` or
+``encode_cyclic`` and modules such as ``random`` are the judge's own. Tests of the form ``assert EXPR ==
+LITERAL`` go further: the judge only evaluates ``EXPR`` and the host compares its value with the literal,
+which never enters the sandbox. A program can only earn a pass by answering calls correctly.
+
+Nothing a program writes can raise here: records are parsed defensively and any malformed one fails its test.
+Model-written tests (a tester's) run in a judge of their own, never beside ground-truth tests.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from teamgym.errors import InvalidArgumentError
+from teamgym.sandbox import _wire
 from teamgym.sandbox.pool import Sandbox, default_sandbox
 from teamgym.sandbox.result import Job
 
@@ -116,6 +122,7 @@ def run_tests(
     *,
     kind: TestKind = "stdio",
     entry_point: str | None = None,
+    prelude: str = "",
     setup: str = "",
     timeout: float = 1.0,
     memory_mb: int = 512,
@@ -127,10 +134,13 @@ def run_tests(
         code: the program.
         tests: ``(input, output)`` pairs or ``{"input", "output"}`` dicts (stdio); statements (assert).
         kind: ``"stdio"`` or ``"assert"``.
-        entry_point: assert kind: the function the program defines, bound to ``candidate`` for the tests.
-        setup: assert kind: code run once after the program, before the tests (imports, helpers).
-        timeout: seconds per test (stdio: per run; assert: the program and each test get this much).
-        memory_mb: address-space limit.
+        entry_point: assert kind: the program's function the tests call, by its name or as ``candidate``.
+            Without one, the tests may call any function of the program that nothing else defines.
+        prelude: assert kind: trusted code the judge runs first (the problem's imports and helpers; it may
+            define a stub of the entry point, which the program's function replaces).
+        setup: assert kind: trusted code the judge runs next, with the entry point bound (imports, values).
+        timeout: seconds per test (stdio: per run; assert: the program's top level and each test get this much).
+        memory_mb: memory limit of the program (and of the judge).
         sandbox: the pool to use (default: the shared one).
     """
     return run_matrix(
@@ -138,6 +148,7 @@ def run_tests(
         tests,
         kind=kind,
         entry_point=entry_point,
+        prelude=prelude,
         setup=setup,
         timeout=timeout,
         memory_mb=memory_mb,
@@ -151,13 +162,46 @@ def run_matrix(
     *,
     kind: TestKind = "stdio",
     entry_point: str | None = None,
+    prelude: str = "",
     setup: str = "",
     timeout: float = 1.0,
     memory_mb: int = 512,
     sandbox: Sandbox | None = None,
 ) -> list[list[TestVerdict]]:
-    """The execution matrix ``codes x tests`` (CURE), all through the pool in one go: ``[code][test]``."""
-    box = sandbox or default_sandbox()
+    """The execution matrix ``codes x tests`` (CURE), all through the pool in one go: ``[code][test]``.
+
+    Keywords as :func:`run_tests`.
+    """
+    jobs, verdicts = matrix_jobs(
+        codes,
+        tests,
+        kind=kind,
+        entry_point=entry_point,
+        prelude=prelude,
+        setup=setup,
+        timeout=timeout,
+        memory_mb=memory_mb,
+    )
+    return verdicts((sandbox or default_sandbox()).run_wire(jobs))
+
+
+def matrix_jobs(
+    codes: Sequence[str],
+    tests: Sequence[Any],
+    *,
+    kind: TestKind = "stdio",
+    entry_point: str | None = None,
+    prelude: str = "",
+    setup: str = "",
+    timeout: float = 1.0,
+    memory_mb: int = 512,
+) -> tuple[list[dict[str, Any]], Callable[[list[dict[str, Any]]], list[list[TestVerdict]]]]:
+    """The sandbox jobs of a ``codes x tests`` matrix and the function that reads their results.
+
+    For callers that send several matrices in one :meth:`Sandbox.run_wire` call (e.g. ground-truth tests and a
+    tester's tests, which must not share a judge): ``jobs, read = matrix_jobs(...)``, then
+    ``read(results[i:i + len(jobs)])``. Keywords as :func:`run_tests`.
+    """
     if isinstance(codes, str):
         raise InvalidArgumentError(
             "codes must be a sequence of programs, got one str: wrap it as [code] or use "
@@ -166,14 +210,19 @@ def run_matrix(
     if kind == "stdio":
         pairs = [_stdio_pair(t, i) for i, t in enumerate(tests)]
         jobs = [
-            Job(code=c, stdin=inp, timeout=timeout, memory_mb=memory_mb).to_wire()
-            for c in codes
-            for inp, _ in pairs
+            Job(code=c, stdin=inp, timeout=timeout, memory_mb=memory_mb).to_wire() for c in codes for inp, _ in pairs
         ]
-        raw = box.run_wire(jobs)
         n = len(pairs)
-        return [[_stdio_verdict(raw[ci * n + ti], *pairs[ti]) for ti in range(n)] for ci in range(len(codes))]
+
+        def read_stdio(raw: list[dict[str, Any]]) -> list[list[TestVerdict]]:
+            return [[_stdio_verdict(raw[ci * n + ti], *pairs[ti]) for ti in range(n)] for ci in range(len(codes))]
+
+        return jobs, read_stdio
     if kind == "assert":
+        if entry_point is not None and not (isinstance(entry_point, str) and entry_point.isidentifier()):
+            raise InvalidArgumentError(
+                f"entry_point={entry_point!r}: expected the name of the program's function, e.g. 'add', or None"
+            )
         statements = [_statement(t, i) for i, t in enumerate(tests)]
         plans = [split_assert(s) for s in statements]
         wire_tests = [
@@ -184,12 +233,14 @@ def run_matrix(
         jobs = []
         for c in codes:
             job = Job(code=c, timeout=budget, memory_mb=memory_mb).to_wire()
-            job.update(tests=wire_tests, entry_point=entry_point, setup=setup, test_timeout=timeout)
+            job.update(tests=wire_tests, entry_point=entry_point, prelude=prelude, setup=setup, test_timeout=timeout)
             jobs.append(job)
-        return [_assert_verdicts(r, statements, plans) for r in box.run_wire(jobs)]
-    raise InvalidArgumentError(
-        f"kind={kind!r}: expected 'stdio' (input/output pairs) or 'assert' (statements)"
-    )
+
+        def read_assert(raw: list[dict[str, Any]]) -> list[list[TestVerdict]]:
+            return [_assert_verdicts(r, statements, plans) for r in raw]
+
+        return jobs, read_assert
+    raise InvalidArgumentError(f"kind={kind!r}: expected 'stdio' (input/output pairs) or 'assert' (statements)")
 
 
 def _stdio_pair(test: Any, index: int) -> tuple[str, str]:
@@ -231,84 +282,86 @@ def _stdio_verdict(raw: dict[str, Any], inp: str, expected: str) -> TestVerdict:
     return TestVerdict(False, "wrong_answer", inp, expected, actual[:ACTUAL_CAP], "output differs")
 
 
+def _records(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The judge's records, parsed defensively: anything malformed is dropped (and so fails its test)."""
+    records = []
+    for line in raw.get("records") or []:
+        try:
+            record = _wire.loads(line)
+        except _wire.WireError:
+            continue
+        if type(record) is dict:
+            records.append(record)
+    return records
+
+
 def _assert_verdicts(raw: dict[str, Any], statements: list[str], plans: list[Any]) -> list[TestVerdict]:
-    records = [r for r in (raw.get("records") or []) if isinstance(r, Mapping)]
-    by_index: dict[int, list[Mapping[str, Any]]] = {}
+    records = _records(raw)
     program = [r for r in records if "program" in r]
+    by_index: dict[int, list[dict[str, Any]]] = {}
     for r in records:
-        if isinstance(r.get("i"), int):
+        if type(r.get("i")) is int:
             by_index.setdefault(r["i"], []).append(r)
     verdicts = []
     for i, (statement, plan) in enumerate(zip(statements, plans, strict=True)):
-        expected = repr(plan[1]) if plan else ""
+        expected = _safe_repr(plan[1]) if plan else ""
         got = by_index.get(i, [])
         if raw.get("infra_error"):
             verdicts.append(_failure(raw, statement, expected, ""))
         elif len(program) != 1 or program[0].get("program") != "ok":
-            reason = program[0].get("error") if len(program) == 1 else None
-            verdict = _failure(raw, statement, expected, "")
-            status = verdict.status if verdict.status != "ok" else "error"
-            verdicts.append(
-                TestVerdict(
-                    False,
-                    status,
-                    statement,
-                    expected,
-                    "",
-                    str(reason or verdict.error or "the program did not finish")[:ACTUAL_CAP],
-                )
-            )
-        elif len(got) != 1:  # none: the process died or ran out of time; several: the program forged records
-            status = raw["status"] if not got and raw["status"] != "ok" else "error"
-            reason = "no result: the process ended during this test" if not got else "duplicate test records"
+            failed = program[0] if len(program) == 1 else {}
+            status = failed.get("status") if failed.get("status") in ("error", "timeout", "memory") else "error"
+            if status == "error" and raw["status"] in ("timeout", "memory", "output_limit", "killed"):
+                status = raw["status"]
+            reason = failed.get("error") if type(failed.get("error")) is str else None
+            if reason is None:
+                tail = (raw.get("stderr") or "").strip().splitlines()
+                reason = tail[-1] if tail else "the program did not finish"
+            verdicts.append(TestVerdict(False, status, statement, expected, "", reason[:ACTUAL_CAP]))
+        elif len(got) != 1:  # none: the job ended during this test; several: model-written tests forged records
+            if got:
+                status, reason = "error", "duplicate test records"
+            elif raw["status"] not in ("ok", "error"):
+                status, reason = raw["status"], f"no result: the program ended ({raw['status']})"
+            elif raw.get("judge_status") in ("timeout", "memory"):
+                status, reason = raw["judge_status"], f"no result: the judge ended ({raw['judge_status']})"
+            else:
+                status, reason = "error", "no result: the test ended its judge"
             verdicts.append(TestVerdict(False, status, statement, expected, "", reason))
         else:
             verdicts.append(_record_verdict(got[0], statement, plan, expected))
     return verdicts
 
 
-def _record_verdict(record: Mapping[str, Any], statement: str, plan: Any, expected: str) -> TestVerdict:
+def _record_verdict(record: dict[str, Any], statement: str, plan: Any, expected: str) -> TestVerdict:
     if "status" in record:
         status = record["status"] if record["status"] in ("error", "timeout", "memory") else "error"
-        return TestVerdict(False, status, statement, expected, "", str(record.get("error"))[:ACTUAL_CAP])
+        error = record.get("error") if type(record.get("error")) is str else status
+        return TestVerdict(False, status, statement, expected, "", error[:ACTUAL_CAP])
     if plan is None:
         if record.get("ok") is True:
             return TestVerdict(True, "passed", statement, expected, "")
         return TestVerdict(False, "error", statement, expected, "", "malformed test record")
     try:
-        actual = decode_value(record["value"])
-    except (KeyError, ValueError, TypeError, RecursionError) as exc:
+        actual = _wire.decode_value(record["value"])
+    except (KeyError, _wire.WireError) as exc:
         return TestVerdict(False, "error", statement, expected, "", f"unreadable value: {exc}")
-    shown = repr(actual)[:ACTUAL_CAP]
+    shown = _safe_repr(actual)[:ACTUAL_CAP]
     try:  # both sides are plain host-built values: the program's own __eq__ never runs here
         same = bool(actual == plan[1])
-    except RecursionError:
+    except (RecursionError, MemoryError, TypeError, ValueError):
         same = False
     if same:
         return TestVerdict(True, "passed", statement, expected, shown)
-    return TestVerdict(
-        False, "wrong_answer", statement, expected, shown, "value differs from the expected one"
-    )
+    return TestVerdict(False, "wrong_answer", statement, expected, shown, "value differs from the expected one")
 
 
-def decode_value(tagged: Any) -> Any:
-    """Rebuild a value tagged by the job (see ``_jail.encode_value``); only plain builtin types come out."""
-    if tagged is None or type(tagged) in (bool, int, str):
-        return tagged
-    if type(tagged) is dict and len(tagged) == 1:
-        ((tag, payload),) = tagged.items()
-        if tag == "int":
-            return int(payload)
-        if tag == "float":
-            return float(payload)
-        if tag in ("list", "tuple", "set", "frozenset"):
-            return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](
-                decode_value(v) for v in payload
-            )
-        if tag == "dict":
-            return {decode_value(k): decode_value(v) for k, v in payload}
-        if tag == "bytes":
-            return bytes.fromhex(payload)
-        if tag == "complex":
-            return complex(float(payload[0]), float(payload[1]))
-    raise ValueError(f"unknown value tag {str(tagged)[:80]}")
+def _safe_repr(value: Any) -> str:
+    """``repr`` of a plain value, or a stand-in when it cannot be shown (a huge int, deep nesting)."""
+    try:
+        return repr(value)[: ACTUAL_CAP * 2]
+    except (ValueError, RecursionError, MemoryError):
+        return f"<a {type(value).__name__} too large to show>"
+
+
+decode_value = _wire.decode_value

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -58,19 +58,10 @@ class _ServerDied(Exception):
     pass
 
 
-def default_hide_paths() -> list[str]:
-    """Folders mounted empty inside every job: homes and dataset caches, where expected outputs live."""
-    paths = ["/root", "/home", os.path.expanduser("~")]
-    for var in ("HF_HOME", "HF_DATASETS_CACHE", "XDG_CACHE_HOME", "TEAMGYM_DATA"):
-        if os.environ.get(var):
-            paths.append(os.environ[var])
-    return sorted({os.path.abspath(p) for p in paths if os.path.isdir(p)})
-
-
 class _Server:
     """One warm fork-server process, talking length-prefixed JSON over its stdin/stdout."""
 
-    def __init__(self, slot: int, hide: Sequence[str], namespaces: bool = True):
+    def __init__(self, slot: int, namespaces: bool = True):
         self.lock = threading.Lock()
         _remove_stale_dirs()
         self.base = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-{slot}-")
@@ -78,11 +69,11 @@ class _Server:
             self.proc = subprocess.Popen(
                 [
                     sys.executable,
-                    "-s",
+                    "-s",  # no user site
+                    "-S",  # no site: no site-packages and no .pth hooks in the server, so none in its jobs
                     _SERVER_SCRIPT,
                     str(slot),
                     self.base,
-                    json.dumps(list(hide)),
                     "1" if namespaces else "0",
                 ],
                 stdin=subprocess.PIPE,
@@ -100,6 +91,7 @@ class _Server:
                 "Check that /proc is mounted and that the Python executable can run."
             ) from exc
         self.isolation: dict[str, Any] = hello["isolation"]
+        self.zygote_pid: int | None = hello.get("zygote")
         warning = self.isolation.get("warning")
         if warning and warning not in _warned:
             _warned.add(warning)
@@ -159,8 +151,6 @@ class Sandbox:
 
     Args:
         workers: servers (parallel jobs); default ``os.cpu_count()``.
-        hide_paths: folders mounted empty inside each job (default :func:`default_hide_paths`); put datasets
-            holding expected outputs here.
         namespaces: False skips all namespaces, as on a kernel that refuses them: the degraded mode, for
             testing it. Leave True in production.
 
@@ -170,7 +160,7 @@ class Sandbox:
     """
 
     def __init__(
-        self, workers: int | None = None, *, hide_paths: Iterable[str] | None = None, namespaces: bool = True
+        self, workers: int | None = None, *, namespaces: bool = True
     ):
         workers = os.cpu_count() or 1 if workers is None else workers
         if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= 1024:
@@ -179,7 +169,6 @@ class Sandbox:
                 f"os.cpu_count() ({os.cpu_count()})"
             )
         self.workers = workers
-        self.hide_paths = list(default_hide_paths() if hide_paths is None else hide_paths)
         self.namespaces = namespaces
         self._servers: list[_Server | None] = [None] * workers
         self._start_lock = threading.Lock()
@@ -274,7 +263,7 @@ class Sandbox:
                         raise SandboxError("this Sandbox is closed: create a new one")
                     if server is not None:
                         server.close()
-                    server = self._servers[slot] = _Server(slot, self.hide_paths, self.namespaces)
+                    server = self._servers[slot] = _Server(slot, self.namespaces)
         return server
 
     def _restart(self, slot: int, server: _Server) -> None:

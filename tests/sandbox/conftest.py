@@ -38,8 +38,10 @@ class OuterGuard:
         return bool(self.dirs)
 
     def adopt(self, box: Sandbox) -> None:
-        """Move every running server of ``box`` (and so all its future jobs) into the guard cgroups."""
-        for pid in server_pids(box):
+        """Move every running server of ``box`` and its zygote (and so all its future jobs) into the guard
+        cgroups (jobs then join their own memory cgroup below the server's, inside the guard's)."""
+        zygotes = [s.zygote_pid for s in box._servers if s is not None and s.zygote_pid]
+        for pid in server_pids(box) + zygotes:
             for path in self.dirs:
                 with open(os.path.join(path, "cgroup.procs"), "w") as fh:
                     fh.write(str(pid))
@@ -61,7 +63,7 @@ def server_pids(box: Sandbox) -> list[int]:
 def job_processes(box: Sandbox) -> list[int]:
     """Every live descendant of the pool's servers (jobs, their children, escaped daemons reparented to them)
     plus, as root, any process owned by a job uid."""
-    from teamgym.sandbox._server import UID_BASE
+    from teamgym.sandbox._server import JUDGE_UID_BASE, UID_BASE
 
     parents: dict[int, int] = {}
     uids: dict[int, int] = {}
@@ -76,12 +78,14 @@ def job_processes(box: Sandbox) -> list[int]:
         parents[int(entry)] = int(fields["PPid"])
         uids[int(entry)] = int(fields["Uid"].split()[0])
     roots = set(server_pids(box))
+    zygotes = {s.zygote_pid for s in box._servers if s is not None and s.zygote_pid}
     found = []
     for pid, ppid in parents.items():
         seen, cur = 0, ppid
         while cur and cur not in roots and seen < 64:
             cur, seen = parents.get(cur, 0), seen + 1
-        if cur in roots and pid not in roots or uids[pid] in {UID_BASE + r for r in roots}:
+        job_uids = {UID_BASE + r for r in roots} | {JUDGE_UID_BASE + r for r in roots}
+        if cur in roots and pid not in roots | zygotes or uids[pid] in job_uids:
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:
                     found.append((pid, fh.read().replace(b"\0", b" ").decode(errors="replace")[:80]))

@@ -197,7 +197,7 @@ plain = st.recursive(
 @settings(max_examples=200, deadline=None)
 @given(plain)
 def test_value_round_trip(value: object) -> None:
-    from teamgym.sandbox._jail import encode_value
+    from teamgym.sandbox._wire import encode_value
 
     decoded = decode_value(encode_value(value))
     assert decoded == value and type(decoded) is type(value)

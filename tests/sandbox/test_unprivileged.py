@@ -51,7 +51,7 @@ def test_suite_passes_as_unprivileged_user(guard: OuterGuard) -> None:
     inner = (
         f"cd {ROOT} && exec setpriv --reuid=65534 --regid=65534 --clear-groups "
         f"env -i PATH=/usr/bin:/bin HOME={home} TMPDIR={home} {sys.executable} -m pytest -q -x "
-        "-p no:cacheprovider tests/sandbox/test_hostile.py tests/sandbox/test_harness.py "
+        "-p no:cacheprovider tests/sandbox/test_hostile.py tests/sandbox/test_harness.py tests/sandbox/test_corpus.py "
         "tests/sandbox/test_api.py"
     )
     script = adopt + _reach_python_script() + inner
