@@ -33,7 +33,8 @@ key                        meaning
 ``action_flags``           (acting agent) what was done to its action: ``sanitized``, ``clipped``
 ``progress``               (envs that report it) how far the team is towards solving the task, in [0, 1]
 ``infra_error``            present and non-empty when the env's infrastructure (the sandbox) failed in this step:
-                           the sample is not the model's fault, and a trainer should drop it
+                           the sample is not the model's fault, and a trainer should drop it; every agent's terms
+                           for the step are 0
 ``episode``                (at the end) ``{"task_id", "turns", "steps", "returns", "success", ...}``
 ========================== ==========================================================================================
 """
@@ -280,6 +281,8 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self._cumulative_terms[agent] = zero_terms()
         outcome = self._apply_action(agent, text)
         terms = {a: dict(outcome.terms.get(a, zero_terms())) for a in self.agents}
+        if outcome.infra_error:  # the infrastructure failed: no agent earns anything for this step
+            terms = {a: dict.fromkeys(terms[a], 0.0) for a in self.agents}
         self.history.append(TurnRecord(agent, self.turn, text, terms[agent]))
         for a in self.agents:
             self._episode_terms[a] = add_terms(self._episode_terms[a], terms[a])

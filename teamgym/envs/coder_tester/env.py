@@ -55,7 +55,7 @@ and golden and mutants are formatted alike, so source inspection does not tell t
 the last one. Code that never halts: each test times out after ``timeout`` s (fails). Huge outputs: capped by
 the sandbox, the test fails. Tests that do not parse: skipped (salvaged line by line when the block as a whole
 does not parse); none left: tester ``format`` -1. Prompt injection: agents only see each other's extracted
-code or tests. Sandbox failures: ``infos[agent]["infra_error"]`` is set, the acting agent's terms are all 0
+code or tests. Sandbox failures: ``infos[agent]["infra_error"]`` is set, every agent's terms are 0
 and the action is not adopted (drop the sample).
 
 **Process signals** (``infos[agent]``): coder: ``gt_verdicts`` (per ground-truth test), ``test_verdicts`` (per
@@ -70,9 +70,11 @@ wrong programs failing a valid test), ``p_01``/``p_00`` (CURE's precision diagno
 ``tester_sees_code`` (True), ``feedback_chars`` (2000), ``timeout`` (1.0 s per test, CURE's limit),
 ``num_mutants`` (4), ``max_tests`` (20), ``alpha`` (1.0), ``render_mode``.
 
-**Known limits**: a test may inspect the program's source (``inspect.getsource``) and so target a mutation
-operator (e.g. fail any ``return None``) without testing behaviour; tests other than ``assert expr == literal``
-run inside the job, where the sandbox documents that a hostile program can forge their pass records.
+**Judging**: every test runs in the sandbox's judge, a jailed process apart from the program that calls the
+program's entry point with plain data (see :mod:`teamgym.sandbox.harness`); the problem's helpers (HumanEval's
+``poly``, ``encode_cyclic``...) and modules are the judge's own, so a program earns a pass only by answering
+calls correctly. The tester's tests get a judge of their own, never the ground truth's. A test sees only the
+entry point's behaviour (not the program's source), so it cannot target how a mutant was written.
 
 Version history: v0 (this version).
 """
@@ -87,7 +89,7 @@ from teamgym.core import Outcome, Policy, TurnBasedTextEnv, reward_terms
 from teamgym.envs.coder_tester import policies, prompts
 from teamgym.envs.coder_tester.adapters import load_problems
 from teamgym.envs.coder_tester.data import Problem, TestCase
-from teamgym.envs.coder_tester.execution import Verdict, execute, first_infra_error
+from teamgym.envs.coder_tester.execution import Verdict, execute, execute_suites, first_infra_error
 from teamgym.envs.coder_tester.mutants import candidate_mutants
 from teamgym.envs.coder_tester.parsing import parse_code, parse_tests
 from teamgym.envs.coder_tester.rewards import (
@@ -286,19 +288,18 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
                 "code_problem": parsed.problem,
             }
             return Outcome({"coder": terms}, info={"coder": info})
-        num_gt = len(problem.tests)
-        # Ground-truth tests run first in the job, so a tester's test that tampers with shared objects (e.g. rebinds
-        # the function's __code__) cannot change the team reward.
-        matrix = execute(problem, [parsed.code], [*problem.tests, *state.tests], timeout=self.timeout)
-        infra = first_infra_error(matrix)
+        # The ground truth and the tester's (model-written) tests go to separate judges.
+        gt_matrix, tester_matrix = execute_suites(
+            problem, [parsed.code], [problem.tests, state.tests], timeout=self.timeout
+        )
+        infra = first_infra_error(gt_matrix, tester_matrix)
         if infra:
             return Outcome(
                 {"coder": reward_terms(team=0.0, pass_rate=0.0, format=0.0)},
                 info={"coder": {"code_problem": "infra_error"}},
                 infra_error=infra,
             )
-        row = matrix[0]
-        gt, generated = row[:num_gt], row[num_gt:]
+        gt, generated = gt_matrix[0], tester_matrix[0]
         state.code, state.team, state.verdicts = parsed.code, pass_rate([v.passed for v in gt]), generated
         if all(a.code != parsed.code for a in state.attempts):
             state.attempts.append(

@@ -1,9 +1,13 @@
-"""One sandbox batch per env step: programs x tests for a problem, through ``teamgym.sandbox.run_matrix``.
+"""One sandbox batch per env step: programs x test suites for a problem, through ``teamgym.sandbox``.
 
-Verdicts come from the sandbox harness (host-side comparison of ``assert expr == literal`` values and of stdio
-outputs), never from what a program prints. For call-style problems the program's top level (the part before
-the tests) gets its own ``timeout``: a program that never finishes defining its functions costs one timeout,
-not one per test.
+Verdicts come from the sandbox's judge (which never runs the programs' code: it calls their functions with plain
+data) and from host-side comparison of ``assert expr == literal`` values and of stdio outputs, never from what a
+program prints. For call-style problems the judge runs the problem's own prelude (the prompt's imports and
+helpers) and test setup, so a program cannot replace a helper the tests use; the program's top level gets
+``timeout`` seconds, so a program that never finishes defining its functions costs one timeout, not one per test.
+
+Suites written by different hands (the ground truth, the tester's tests) go to separate judges in one sandbox
+call, so model-written tests never share a process with the ground-truth ones.
 """
 
 from __future__ import annotations
@@ -14,16 +18,9 @@ from dataclasses import dataclass
 from teamgym import sandbox
 from teamgym.envs.coder_tester.data import Problem, TestCase
 
-__all__ = ["Verdict", "execute", "first_infra_error"]
+__all__ = ["Verdict", "execute", "execute_suites", "first_infra_error"]
 
-# An interval timer around the top level only: the harness then sets its own per test. A program may cancel
-# it, which only costs it time. A handler is needed: the job is PID 1 of its namespace, where default signal
-# actions are void.
-_GUARD_ON = (
-    '__import__("signal").signal(__import__("signal").SIGALRM, __import__("signal").default_int_handler); '
-    '__import__("signal").setitimer(__import__("signal").ITIMER_REAL, {timeout})\n'
-)
-_GUARD_OFF = '\n__import__("signal").setitimer(__import__("signal").ITIMER_REAL, 0)\n'
+Matrix = list[list["Verdict"]]
 
 
 @dataclass(frozen=True)
@@ -45,46 +42,70 @@ def execute(
     *,
     timeout: float,
     memory_mb: int = 512,
-) -> list[list[Verdict]]:
-    """The ``programs x tests`` verdicts for ``problem``, in one sandbox call (``[program][test]``).
+) -> Matrix:
+    """The ``programs x tests`` verdicts for ``problem`` (``[program][test]``) in one sandbox call.
 
     ``programs`` are the agents' code (or the golden/mutant programs): the problem's prelude is added here.
     """
-    if not programs or not tests:
-        return [[] for _ in programs]
-    if problem.style == "stdio":
-        raw = sandbox.run_matrix(
-            list(programs),
-            [(t.input, t.output) for t in tests],
-            kind="stdio",
-            timeout=timeout,
-            memory_mb=memory_mb,
+    return execute_suites(problem, programs, [tests], timeout=timeout, memory_mb=memory_mb)[0]
+
+
+def execute_suites(
+    problem: Problem,
+    programs: Sequence[str],
+    suites: Sequence[Sequence[TestCase]],
+    *,
+    timeout: float,
+    memory_mb: int = 512,
+) -> list[Matrix]:
+    """One verdict matrix per suite (each judged on its own), all in one sandbox call."""
+    if not programs:
+        return [[] for _ in suites]
+    jobs: list[dict] = []
+    readers = []
+    for tests in suites:
+        if not tests:
+            readers.append((0, None))
+            continue
+        if problem.style == "stdio":
+            suite_jobs, read = sandbox.matrix_jobs(
+                list(programs), [(t.input, t.output) for t in tests], kind="stdio", timeout=timeout, memory_mb=memory_mb
+            )
+        else:
+            suite_jobs, read = sandbox.matrix_jobs(
+                [problem.program(p) for p in programs],
+                [t.input for t in tests],
+                kind="assert",
+                entry_point=problem.entry_point if problem.entry_point.isidentifier() else None,
+                prelude=problem.prelude,
+                setup=problem.test_setup,
+                timeout=timeout,
+                memory_mb=memory_mb,
+            )
+        readers.append((len(suite_jobs), read))
+        jobs += suite_jobs
+    raw = sandbox.default_sandbox().run_wire(jobs)
+    matrices, start = [], 0
+    for count, read in readers:
+        if read is None:
+            matrices.append([[] for _ in programs])
+            continue
+        rows = read(raw[start : start + count])
+        start += count
+        matrices.append(
+            [
+                [Verdict(v.passed, v.status, v.expected, v.actual, v.error or "", v.infra_error or "") for v in row]
+                for row in rows
+            ]
         )
-    else:
-        guarded = [_GUARD_ON.format(timeout=timeout) + problem.program(p) + _GUARD_OFF for p in programs]
-        raw = sandbox.run_matrix(
-            guarded,
-            [t.input for t in tests],
-            kind="assert",
-            entry_point=_bindable(problem.entry_point),
-            setup=problem.test_setup,
-            timeout=timeout,
-            memory_mb=memory_mb,
-        )
-    return [
-        [Verdict(v.passed, v.status, v.expected, v.actual, v.error or "", v.infra_error or "") for v in row]
-        for row in raw
-    ]
+    return matrices
 
 
-def _bindable(entry_point: str) -> str | None:
-    return entry_point if entry_point.isidentifier() else None
-
-
-def first_infra_error(matrix: Sequence[Sequence[Verdict]]) -> str:
-    """The first infrastructure error in a verdict matrix, or ``""``."""
-    for row in matrix:
-        for verdict in row:
-            if verdict.infra_error:
-                return verdict.infra_error
+def first_infra_error(*matrices: Sequence[Sequence[Verdict]]) -> str:
+    """The first infrastructure error in verdict matrices, or ``""``."""
+    for matrix in matrices:
+        for row in matrix:
+            for verdict in row:
+                if verdict.infra_error:
+                    return verdict.infra_error
     return ""

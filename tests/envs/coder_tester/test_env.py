@@ -260,25 +260,20 @@ def test_snapshot_restore_mid_episode_with_real_code():
 def test_infra_errors_are_flagged_and_not_penalised(monkeypatch):
     env = make()
     env.reset(seed=0, options={"task_id": "HumanEval/0"})
-    real = execution.sandbox.run_matrix
+    real = execution.sandbox.default_sandbox
 
-    def broken(codes, tests, **kwargs):
-        rows = real(codes, tests, **kwargs)
-        return [
-            [
-                type(v)(False, "infra_error", v.input, v.expected, "", "server died", "server died")
-                for v in row
-            ]
-            for row in rows
-        ]
+    class Broken:
+        def run_wire(self, jobs):
+            return [dict(r, infra_error="server died") for r in real().run_wire(jobs)]
 
-    monkeypatch.setattr(execution.sandbox, "run_matrix", broken)
+    monkeypatch.setattr(execution.sandbox, "default_sandbox", Broken)
     info = scripted_step(env, "buggy")
     assert info["infra_error"] == "server died"
     assert info["reward_terms"] == {"team": 0.0, "local": 0.0, "pass_rate": 0.0, "format": 0.0}
     assert env.unwrapped.state.code == ""  # not adopted
     info = scripted_step(env, "oracle")
     assert info["infra_error"] == "server died" and info["reward_terms"]["local"] == 0.0
+    assert info["reward_terms"]["team"] == 0.0  # an infra-error step pays no agent anything, team included
 
 
 def test_turn_order_and_what_the_tester_sees():
