@@ -1,14 +1,14 @@
 """Jailing one freshly cloned job process (stdlib only).
 
 A job process (a program, or the judge of its tests) is cloned by the server's zygote straight into new PID and
-IPC namespaces (it is PID 1 there: every process it makes dies with it), with the server as its parent. Before
-any job code runs it calls :func:`wire_fds` and :func:`enter`: it joins its memory cgroup, calls ``setsid``,
-moves to its working directory, sets rlimits, drops to its unprivileged uid (when the server is root), drops
-every capability, sets ``no_new_privs`` and ``PDEATHSIG``, scrubs the environment and installs a seccomp filter
-(x86_64) that refuses the system calls a job never needs and that could hold memory outside its limits or widen
-its view: ``memfd_create``, System V shared memory and message queues, POSIX message queues, new namespaces
+IPC namespaces (it is PID 1 there: every process it makes dies with it), with the server as its parent. Before it
+is given a job it joins its memory cgroup and calls :func:`enter`: ``setsid``, its working directory, its
+unprivileged uid (when the server is root), no capability, ``no_new_privs`` and ``PDEATHSIG``, a scrubbed
+environment and a seccomp filter (x86_64) that refuses the system calls a job never needs and that could hold
+memory outside its limits or widen its view: ``memfd_create``, System V shared memory and message queues, POSIX message queues, new namespaces
 (``unshare``, ``setns``, ``clone`` with namespace flags; ``clone3`` reports ENOSYS so libc falls back to
 ``clone``), mounts, ``ptrace``, ``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``, kernel keyrings.
+With its job come its file descriptors (:func:`wire_fds`) and its rlimits (:func:`set_limits`).
 """
 
 from __future__ import annotations
@@ -80,31 +80,37 @@ def wire_fds(fds: list[int]) -> None:
     os.closerange(len(fds), 1 << 16)
 
 
+def _streams() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
+    return (
+        io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="surrogateescape"),
+        io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8"),
+        io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+            encoding="utf-8",
+            errors="backslashreplace",
+            line_buffering=True,
+        ),
+    )
+
+
+# Made once in the server (never written to there), so each job process only points sys at them.
+_STREAMS = _streams()
+
+
 def python_streams() -> None:
-    """Rebuild ``sys.stdin/stdout/stderr`` on fds 0-2 (UTF-8, as ``python`` would)."""
-    sys.stdin = io.TextIOWrapper(
-        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="surrogateescape"
-    )
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
-    sys.stderr = io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
-        encoding="utf-8",
-        errors="backslashreplace",
-        line_buffering=True,
-    )
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    """Make ``sys.stdin/stdout/stderr`` UTF-8 text streams on fds 0-2, as ``python`` would."""
+    sys.stdin, sys.stdout, sys.stderr = _STREAMS
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = _STREAMS
 
 
-def enter(jail: dict, limits: dict) -> None:
-    """Jail the calling process (fds already wired). Raises OSError if a required step fails.
+def enter(jail: dict) -> None:
+    """Jail the calling process, all but its limits (see :func:`set_limits`). Raises OSError if a step fails.
 
     Args:
         jail: ``cwd``, ``uid``, ``gid``, ``drop_uid`` (root server), ``seccomp``.
-        limits: the job's ``timeout``, ``memory_mb``, ``file_mb``, ``max_processes``, ``max_open_files``.
     """
     os.setsid()
     os.chdir(jail["cwd"])
-    _set_limits(limits)
     if jail["drop_uid"]:
         os.setgroups([])
         os.setresgid(jail["gid"], jail["gid"], jail["gid"])
@@ -127,7 +133,9 @@ def enter(jail: dict, limits: dict) -> None:
         install_seccomp()
 
 
-def _set_limits(limits: dict) -> None:
+def set_limits(limits: dict) -> None:
+    """The job's rlimits (``timeout``, ``memory_mb``, ``file_mb``, ``max_processes``, ``max_open_files``); soft and
+    hard, so the job cannot raise them (lowering needs no privilege, so this may come after :func:`enter`)."""
     mb = 1024 * 1024
     for res, value in (
         (resource.RLIMIT_CPU, int(limits["timeout"]) + 2),
@@ -154,11 +162,13 @@ class _CapData(ctypes.Structure):
     ]
 
 
+_CAP_HEADER, _CAP_DATA = _CapHeader(0x20080522, 0), (_CapData * 2)()  # every set empty
+
+
 def _drop_capabilities() -> None:
     """Empty every capability set (also inside a user namespace, where a uid change would not) and forbid
     regaining privileges through setuid binaries."""
-    header, data = _CapHeader(0x20080522, 0), (_CapData * 2)()
-    _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+    _check(_libc.capset(ctypes.byref(_CAP_HEADER), ctypes.byref(_CAP_DATA)), "capset")
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
 
 
@@ -226,13 +236,15 @@ def seccomp_supported() -> bool:
     return os.uname().machine == "x86_64"
 
 
+class _Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+_PROGRAM = seccomp_program()
+_FILTER = ctypes.create_string_buffer(_PROGRAM, len(_PROGRAM))  # built once in the server
+_PROG = _Prog(len(_PROGRAM) // 8, ctypes.cast(_FILTER, ctypes.c_void_p))
+
+
 def install_seccomp() -> None:
     """Install :func:`seccomp_program` on the calling thread (needs ``no_new_privs``)."""
-    program = seccomp_program()
-    buffer = ctypes.create_string_buffer(program, len(program))
-
-    class _Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    prog = _Prog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
+    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(_PROG), 0, 0), "seccomp")

@@ -16,10 +16,10 @@ only as trustworthy as those tests, and they never share a judge with ground-tru
 
 from __future__ import annotations
 
-import ast
 import builtins
 import json
 import os
+import random
 import signal
 
 import _jail
@@ -194,6 +194,8 @@ def _callee(program: Program, name: str):
 
 def _free_names(source: str, scope: dict) -> set[str]:
     """Names a test reads that neither it nor ``scope`` nor the builtins define: the program's functions."""
+    import ast  # only tests without an entry point need it: not loaded in every job process
+
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -212,48 +214,75 @@ def _free_names(source: str, scope: dict) -> set[str]:
 
 
 def run(spec: dict) -> int:
-    """Judge ``spec["tests"]`` against the program; records go to the status fd. Returns the exit code."""
+    """Judge ``spec["tests"]`` against the program; records go to the status fd. Returns the exit code.
+
+    The global ``random`` is seeded (0) first, so tests that draw inputs from it draw the same ones every time.
+    """
     signal.signal(signal.SIGALRM, _on_alarm)
+    random.seed(0)
+    tests, test_timeout = spec["tests"], float(spec["test_timeout"])
+    entry_point = spec.get("entry_point")
     program = Program()
+    base: dict = {"__name__": "__judge__", "__builtins__": builtins}
+    try:  # the problem's own code, compiled and run while the program runs its top level
+        signal.setitimer(signal.ITIMER_REAL, test_timeout)
+        setup = compile(spec.get("setup") or "", "test_setup", "exec")
+        compiled = [_compile(index, test) for index, test in enumerate(tests)]
+        exec(compile(spec.get("prelude") or "", "prelude", "exec"), base)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    except BaseException as exc:  # noqa: B036 - a broken setup fails every test, it does not crash the judge
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        setup, failure = None, exc
     hello = program.hello(float(spec["program_timeout"]))
     _report(hello)
     if hello["program"] != "ok":
         return 0
-    tests, test_timeout = spec["tests"], float(spec["test_timeout"])
-    entry_point = spec.get("entry_point")
-    base: dict = {"__name__": "__judge__", "__builtins__": builtins}
-    try:
-        signal.setitimer(signal.ITIMER_REAL, test_timeout)
-        exec(compile(spec.get("prelude") or "", "prelude", "exec"), base)
-        if entry_point:
-            base[entry_point] = base["candidate"] = _callee(program, entry_point)
-        exec(compile(spec.get("setup") or "", "test_setup", "exec"), base)
-        if entry_point:  # the setup may define a stub of the same name: the program's function wins
-            base[entry_point] = base["candidate"] = _callee(program, entry_point)
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    except BaseException as exc:  # noqa: B036 - a broken setup fails every test, it does not crash the judge
-        signal.setitimer(signal.ITIMER_REAL, 0)
+    if setup is not None:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, test_timeout)
+            if entry_point:
+                base[entry_point] = base["candidate"] = _callee(program, entry_point)
+            exec(setup, base)
+            if entry_point:  # the setup may define a stub of the same name: the program's function wins
+                base[entry_point] = base["candidate"] = _callee(program, entry_point)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        except BaseException as exc:  # noqa: B036
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            setup, failure = None, exc
+    if setup is None:
         for index in range(len(tests)):
-            _report({"i": index, "status": "error", "error": "test setup failed: " + _describe(exc)})
+            _report({"i": index, "status": "error", "error": "test setup failed: " + _describe(failure)})
         return 0
-    for index, test in enumerate(tests):
-        _report(_judge_one(index, test, base, program, entry_point, test_timeout))
+    for index, (test, code) in enumerate(zip(tests, compiled)):
+        _report(_judge_one(index, test, code, base, program, entry_point, test_timeout))
     return 0
 
 
-def _judge_one(index: int, test: dict, base: dict, program: Program, entry_point: str | None, budget: float) -> dict:
+def _compile(index: int, test: dict) -> object:
+    """A test's code object, or the SyntaxError (or other error) compiling it raised (it fails that test)."""
+    value = test["kind"] == "value"
+    try:
+        return compile(test["expr"] if value else test["code"], f"test_{index}", "eval" if value else "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        return exc
+
+
+def _judge_one(
+    index: int, test: dict, code: object, base: dict, program: Program, entry_point: str | None, budget: float
+) -> dict:
+    if isinstance(code, BaseException):
+        return {"i": index, "status": "error", "error": _describe(code)}
     scope = dict(base)
-    source = test["expr"] if test["kind"] == "value" else test["code"]
     if not entry_point:
-        for name in _free_names(source, scope):
+        for name in _free_names(test["expr"] if test["kind"] == "value" else test["code"], scope):
             scope[name] = _callee(program, name)
     try:
         signal.setitimer(signal.ITIMER_REAL, budget)
         try:
             if test["kind"] == "value":
-                value = eval(compile(source, f"test_{index}", "eval"), scope)
+                value = eval(code, scope)
             else:
-                exec(compile(source, f"test_{index}", "exec"), scope)
+                exec(code, scope)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
     except _TestTimeout:

@@ -19,11 +19,12 @@ Three kinds of process, three levels of trust:
 
 from __future__ import annotations
 
+import collections
 import ctypes
+import gc
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import sys
@@ -59,16 +60,22 @@ class ZygoteDied(Exception):
     """The zygote is gone: the server cannot start jobs any more (the host restarts it)."""
 
 
-def child_main(header: dict, fds: list[int], procs_fds: dict[str, int]) -> int:
-    """In a freshly cloned job process: jail it, then run the program or the judge. Returns the exit code.
+def spare_main(conn: socket.socket, prep: dict, procs_fds: dict[str, int]) -> int:
+    """A freshly cloned job process: jail itself, wait for its job on ``conn``, run it. Returns the exit code.
 
-    Exit code 125 before the ready byte means the jail could not be set up: the server reports an infra error.
+    ``prep`` says everything known before the job: role, jail settings, cgroup. The job message brings the limits
+    and the file descriptors. Any failure before the ready byte is the jail's (the server reports an infra error).
     """
-    role = header["role"]
-    if header["cgroup"]:
+    role = prep["role"]
+    if prep["cgroup"]:
         os.write(procs_fds[role], b"0")
-    _jail.wire_fds(fds)
-    _jail.enter(header["jail"], header["limits"])
+    _jail.enter(prep["jail"])
+    message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 16)
+    if not message:  # the server discarded this spare
+        return 0
+    job = json.loads(message)
+    _jail.wire_fds(fds)  # also closes conn and the cgroup fds
+    _jail.set_limits(job["limits"])
     spec = _wire.loads(_read_all(_jail.SPEC_FD))
     os.close(_jail.SPEC_FD)
     _jail.python_streams()
@@ -84,7 +91,15 @@ def _read_all(fd: int) -> bytes:
 
 
 class Zygote:
-    """A clean fork of the server that clones job processes on request (see the module docstring)."""
+    """A clean fork of the server that clones job processes ahead of need (see the module docstring).
+
+    Each clone is a *spare*: already jailed for a role (cgroup, uid, capabilities, seccomp...), it waits on a socket
+    of its own for its job (limits and file descriptors), which the server sends when a job starts. The server keeps
+    ``SPARES`` ready per kind it has used and asks for a replacement as it takes one, so neither the clone nor the
+    jail's setup waits on the path of a job.
+    """
+
+    SPARES = 2
 
     def __init__(self, procs_fds: dict[str, int]):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -100,6 +115,7 @@ class Zygote:
                         pass
             _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+            gc.freeze()  # the collector of a job never walks (and so never copies) the pages it shares with us
             code = 0
             try:
                 self._loop(theirs, procs_fds)
@@ -108,43 +124,109 @@ class Zygote:
             os._exit(code)
         theirs.close()
         self.pid, self.sock = pid, ours
+        self.spares: dict[str, collections.deque[tuple[int, socket.socket]]] = {}
+        self.pending: dict[str, int] = {}  # spares asked for and not yet received, per kind
 
     @staticmethod
     def _loop(sock: socket.socket, procs_fds: dict[str, int]) -> None:
         while True:
-            message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 16)
+            message = sock.recv(1 << 12)
             if not message:
                 return
-            header = json.loads(message)
+            kind = message.decode()
+            prep = json.loads(kind)
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
-                pid = _jail.clone(header["flags"] | _jail.CLONE_PARENT)
+                pid = _jail.clone(prep["flags"] | _jail.CLONE_PARENT)
             except OSError as exc:
-                reply = {"error": str(exc)}
-            else:
-                if pid == 0:
-                    code = 125
-                    try:
-                        code = child_main(header, fds, procs_fds)
-                    finally:
-                        os._exit(code)
-                reply = {"pid": pid}
-            for fd in fds:
-                os.close(fd)
-            sock.send(json.dumps(reply).encode())
+                ours.close()
+                theirs.close()
+                sock.send(json.dumps({"kind": kind, "error": str(exc)}).encode())
+                continue
+            if pid == 0:
+                code = 125
+                try:
+                    sock.close()
+                    ours.close()
+                    code = spare_main(theirs, prep, procs_fds)
+                finally:
+                    os._exit(code)
+            theirs.close()
+            socket.send_fds(sock, [json.dumps({"kind": kind, "pid": pid}).encode()], [ours.fileno()])
+            ours.close()
 
-    def spawn(self, header: dict, fds: list[int]) -> int:
-        """Clone a job process; its pid (a child of the server). Raises OSError when the kernel refused."""
+    def spawn(self, prep: dict, job: dict, fds: list[int]) -> int:
+        """Start a job process of kind ``prep`` with ``job`` (its limits) and ``fds``; its pid (a child of ours).
+
+        Raises:
+            OSError: the kernel refused the clone (EAGAIN...), or spares keep dying.
+            ZygoteDied: the zygote is gone.
+        """
+        kind = json.dumps(prep, sort_keys=True)
+        spares = self.spares.setdefault(kind, collections.deque())
+        self.pending.setdefault(kind, 0)
+        self._collect(block=False)
+        for _ in range(8):
+            while not spares:
+                if not self.pending[kind]:
+                    self._ask(kind)
+                self._collect(block=True)
+            pid, conn = spares.popleft()
+            try:
+                socket.send_fds(conn, [json.dumps(job).encode()], fds)
+            except OSError:  # that spare died (its jail failed): forget it, take another
+                self._drop(pid, conn)
+                continue
+            conn.close()
+            # Without a PID namespace the sweep after each job kills every process of the job uid, spares too.
+            wanted = self.SPARES if prep["flags"] & _jail.CLONE_NEWPID else 0
+            while len(spares) + self.pending[kind] < wanted:
+                self._ask(kind)
+            return pid
+        raise OSError(f"job processes of kind {kind} keep dying before their job")
+
+    def spare_pids(self) -> set[int]:
+        return {pid for spares in self.spares.values() for pid, _ in spares}
+
+    def discard(self) -> None:
+        """End every waiting spare (after a change of settings)."""
+        while any(self.pending.values()):
+            self._collect(block=True)
+        for spares in self.spares.values():
+            while spares:
+                self._drop(*spares.popleft())
+
+    @staticmethod
+    def _drop(pid: int, conn: socket.socket) -> None:
+        conn.close()
         try:
-            socket.send_fds(self.sock, [json.dumps(header).encode()], fds)
-            reply = self.sock.recv(1 << 12)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+    def _ask(self, kind: str) -> None:
+        try:
+            self.sock.send(kind.encode())
         except OSError as exc:
             raise ZygoteDied(str(exc)) from None
-        if not reply:
-            raise ZygoteDied("the zygote exited")
-        answer = json.loads(reply)
-        if "error" in answer:
-            raise OSError(answer["error"])
-        return int(answer["pid"])
+        self.pending[kind] += 1
+
+    def _collect(self, *, block: bool) -> None:
+        """Receive the spares the zygote made (wait for one when ``block``)."""
+        while any(self.pending.values()) and (block or select.select([self.sock], [], [], 0)[0]):
+            try:
+                message, fds, _, _ = socket.recv_fds(self.sock, 1 << 12, 1)
+            except OSError as exc:
+                raise ZygoteDied(str(exc)) from None
+            if not message:
+                raise ZygoteDied("the zygote exited")
+            block = False
+            answer = json.loads(message)
+            self.pending[answer["kind"]] -= 1
+            if "error" in answer:
+                raise OSError(answer["error"])
+            self.spares[answer["kind"]].append((int(answer["pid"]), socket.socket(fileno=fds[0])))
 
 
 class _Proc:
@@ -251,6 +333,8 @@ class Server:
                 key, value = relaxations.pop(0)
                 if self.config[key] != value and (key != "flags" or self.config[key] > value):
                     self.config[key] = value
+                    if self.zygote is not None:
+                        self.zygote.discard()
                     break
             else:
                 raise SystemExit("no isolation level works: " + "; ".join(errors))
@@ -338,11 +422,10 @@ class Server:
         spec_fd = _memfd("spec", json.dumps(spec).encode())
         pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, status
         uid, gid = self.ids[role]
-        header = {
+        prep = {
             "role": role,
             "flags": self.config["flags"],
             "cgroup": bool(self.config["cgroup"]),
-            "limits": limits,
             "jail": {
                 "cwd": self.workdir if role == "program" or not self.server_ns else "/",
                 "uid": uid,
@@ -353,7 +436,7 @@ class Server:
         }
         fds = [stdin_fd, pipes[0][1], pipes[1][1], pipes[2][1], spec_fd, *extra]
         try:
-            pid = self._clone(header, fds)
+            pid = self._start(prep, {"limits": limits}, fds)
         except BaseException:
             for r, _ in pipes:
                 os.close(r)
@@ -369,16 +452,21 @@ class Server:
             {"stdout": output_cap, "stderr": output_cap, "status": _STATUS_CAP[role]},
         )
 
-    def _clone(self, header: dict, fds: list[int]) -> int:
+    def _start(self, prep: dict, job: dict, fds: list[int]) -> int:
         if self.zygote is not None:
-            return self.zygote.spawn(header, fds)
+            return self.zygote.spawn(prep, job, fds)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()  # no raw clone on this machine: the job is a fork of the server (documented)
         if pid == 0:
             code = 125
             try:
-                code = child_main(header, fds, {})
+                ours.close()
+                code = spare_main(theirs, prep, {})
             finally:
                 os._exit(code)
+        theirs.close()
+        socket.send_fds(ours, [json.dumps(job).encode()], fds)
+        ours.close()
         return pid
 
     def _supervise(self, procs: list[_Proc], deadline: float) -> None:
@@ -442,17 +530,7 @@ class Server:
                 if not self._children_alive():
                     break
                 time.sleep(0.005)
-        if self.server_ns:  # the tmpfs stays; its content goes (every job process is dead by now)
-            for entry in os.scandir(self.workdir):
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    try:
-                        os.unlink(entry.path)
-                    except OSError:
-                        pass
-        else:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        _empty(self.workdir)  # every job process is dead by now
         self._reap_orphans()
 
     def _reap_orphans(self) -> None:
@@ -476,7 +554,8 @@ class Server:
                     children.update(int(pid) for pid in fh.read().split())
         except OSError:  # no /proc (a mount namespace without a PID one): the kill-and-reap pass must do
             return False
-        children.discard(self.zygote.pid if self.zygote is not None else -1)
+        if self.zygote is not None:
+            children -= {self.zygote.pid} | self.zygote.spare_pids()
         return bool(children)
 
     def _kill_uids(self) -> None:
@@ -546,6 +625,22 @@ def _infra(reason: str, duration: float = 0.0) -> dict:
         "infra_error": reason,
         "records": None,
     }
+
+
+def _empty(folder: str) -> None:
+    """Remove everything inside ``folder`` (not following links; what cannot be removed stays)."""
+    for root, dirs, files in os.walk(folder, topdown=False):
+        for name in files:
+            try:
+                os.unlink(os.path.join(root, name))
+            except OSError:
+                pass
+        for name in dirs:
+            path = os.path.join(root, name)
+            try:
+                os.unlink(path) if os.path.islink(path) else os.rmdir(path)
+            except OSError:
+                pass
 
 
 def _memfd(name: str, data: bytes) -> int:

@@ -62,11 +62,13 @@ def server_pids(box: Sandbox) -> list[int]:
 
 def job_processes(box: Sandbox) -> list[int]:
     """Every live descendant of the pool's servers (jobs, their children, escaped daemons reparented to them)
-    plus, as root, any process owned by a job uid."""
+    plus, as root, any process owned by a job uid. Not the zygotes, nor their spares: children of a server that
+    are PID 1 of a namespace of their own and that no job is using (this is called between jobs)."""
     from teamgym.sandbox._server import JUDGE_UID_BASE, UID_BASE
 
     parents: dict[int, int] = {}
     uids: dict[int, int] = {}
+    namespace_inits: set[int] = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -77,14 +79,19 @@ def job_processes(box: Sandbox) -> list[int]:
             continue
         parents[int(entry)] = int(fields["PPid"])
         uids[int(entry)] = int(fields["Uid"].split()[0])
+        if fields.get("NSpid", "").split()[-1:] == ["1"] and len(fields["NSpid"].split()) > 1:
+            namespace_inits.add(int(entry))
     roots = set(server_pids(box))
     zygotes = {s.zygote_pid for s in box._servers if s is not None and s.zygote_pid}
+    spares = {pid for pid in namespace_inits if parents[pid] in roots}
     found = []
     for pid, ppid in parents.items():
         seen, cur = 0, ppid
         while cur and cur not in roots and seen < 64:
             cur, seen = parents.get(cur, 0), seen + 1
         job_uids = {UID_BASE + r for r in roots} | {JUDGE_UID_BASE + r for r in roots}
+        if pid in spares:
+            continue
         if cur in roots and pid not in roots | zygotes or uids[pid] in job_uids:
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:
