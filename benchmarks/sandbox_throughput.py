@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from teamgym.sandbox import Sandbox  # noqa: E402
+from teamgym.sandbox import Sandbox, run_matrix  # noqa: E402
 
 TRIVIAL = ("print(sum(map(int, input().split())))", "1 2", "3")
 HUMANEVAL = (
@@ -193,34 +193,53 @@ def _latencies(run_one: Callable[[], object], n: int) -> tuple[float, float]:
     return statistics.median(times) * 1000, times[min(len(times) - 1, int(len(times) * 0.99))] * 1000
 
 
-def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: int) -> dict[str, dict]:
+def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: int, runners: str) -> dict[str, dict]:
     code, stdin, expected = program
     jobs = [(code, stdin)] * n_jobs
     rows: dict[str, dict] = {}
 
-    with Sandbox(workers=workers) as box:
-        box.run_many([{"code": code, "stdin": stdin}] * workers * 2)  # start the servers
+    if "a" in runners:
+        with Sandbox(workers=workers) as box:
+            box.run_many([{"code": code, "stdin": stdin}] * workers * 2)  # start the servers
+            with PeakMemory() as mem:
+                start = time.perf_counter()
+                outs = [
+                    r.stdout for r in box.run_many([{"code": c, "stdin": s, "timeout": TIMEOUT} for c, s in jobs])
+                ]
+                wall = time.perf_counter() - start
+            lat = _latencies(lambda: box.run_python(code, stdin, timeout=TIMEOUT), n_latency)
+        rows["a"] = _row(outs, expected, wall, lat, mem.peak)
+
+    if "b" in runners:
+        with PeakMemory() as mem, ThreadPoolExecutor(workers) as pool:
+            start = time.perf_counter()
+            outs = list(pool.map(lambda job: _fresh(*job), jobs))
+            wall = time.perf_counter() - start
+        rows["b"] = _row(outs, expected, wall, _latencies(lambda: _fresh(code, stdin), n_latency), mem.peak)
+
+    if "c" in runners:
         with PeakMemory() as mem:
             start = time.perf_counter()
-            outs = [
-                r.stdout for r in box.run_many([{"code": c, "stdin": s, "timeout": TIMEOUT} for c, s in jobs])
-            ]
+            outs = _bare_pool(jobs, workers)
             wall = time.perf_counter() - start
-        lat = _latencies(lambda: box.run_python(code, stdin, timeout=TIMEOUT), n_latency)
-    rows["a"] = _row(outs, expected, wall, lat, mem.peak)
-
-    with PeakMemory() as mem, ThreadPoolExecutor(workers) as pool:
-        start = time.perf_counter()
-        outs = list(pool.map(lambda job: _fresh(*job), jobs))
-        wall = time.perf_counter() - start
-    rows["b"] = _row(outs, expected, wall, _latencies(lambda: _fresh(code, stdin), n_latency), mem.peak)
-
-    with PeakMemory() as mem:
-        start = time.perf_counter()
-        outs = _bare_pool(jobs, workers)
-        wall = time.perf_counter() - start
-    rows["c"] = _row(outs, expected, wall, _latencies(lambda: _bare_job(code, stdin), n_latency), mem.peak)
+        rows["c"] = _row(outs, expected, wall, _latencies(lambda: _bare_job(code, stdin), n_latency), mem.peak)
     return rows
+
+
+def bench_tests(workers: int, n_jobs: int, n_latency: int) -> dict:
+    """The same HumanEval check as separate tests through ``run_matrix`` (assert jobs: program + judge)."""
+    function, *asserts = [line for line in HUMANEVAL[0].strip().split("\n\n")]
+    tests = [line for line in "\n\n".join(asserts).splitlines() if line.startswith("assert")]
+    with Sandbox(workers=workers) as box:
+        run_matrix([function] * workers * 2, tests, kind="assert", sandbox=box)
+        with PeakMemory() as mem:
+            start = time.perf_counter()
+            matrix = run_matrix([function] * n_jobs, tests, kind="assert", sandbox=box, timeout=TIMEOUT)
+            wall = time.perf_counter() - start
+        lat = _latencies(lambda: run_matrix([function], tests, kind="assert", sandbox=box), n_latency)
+    if not all(v.passed for row in matrix for v in row):
+        raise SystemExit("a test failed: the benchmark is invalid")
+    return {"jobs_s": n_jobs / wall, "p50": lat[0], "p99": lat[1], "mem": mem.peak}
 
 
 def _row(outs: list[str], expected: str, wall: float, lat: tuple[float, float], peak: float) -> dict:
@@ -235,8 +254,24 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=400, help="jobs per cell (default 400)")
     parser.add_argument("--latency-jobs", type=int, default=100, help="sequential jobs for p50/p99")
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 16])
+    parser.add_argument("--runners", default="abc", help="which of a, b, c to run (default all)")
+    parser.add_argument("--json", action="store_true", help="print the rows as one JSON list (benchmarks/revisions.py)")
     args = parser.parse_args()
     names = {"a": "(a) teamgym.sandbox", "b": "(b) fresh python + rlimits", "c": "(c) bare fork + exec"}
+    rows = []
+    for label, program in (("trivial", TRIVIAL), ("HumanEval 8 asserts", HUMANEVAL)):
+        for workers in args.workers:
+            cells = bench(program, workers, args.jobs, args.latency_jobs, args.runners)
+            for key, r in cells.items():
+                ratio = cells["a"]["jobs_s"] / r["jobs_s"] if "a" in cells and key != "a" else None
+                rows.append({"program": label, "workers": str(workers), "runner": names[key], **r, "a_over": ratio})
+    if "a" in args.runners:
+        for workers in args.workers:
+            r = bench_tests(workers, args.jobs, args.latency_jobs)
+            rows.append({"program": "HumanEval 8 tests, judged", "workers": str(workers), "runner": names["a"], **r})
+    if args.json:
+        print(json.dumps(rows))
+        return
     with Sandbox(workers=1) as probe:
         iso = probe.isolation
     print(
@@ -246,17 +281,12 @@ def main() -> None:
     print()
     print("| program | workers | runner | jobs/s | p50 ms | p99 ms | peak PSS MiB | a / this |")
     print("|---|---|---|---|---|---|---|---|")
-    for label, program in (("trivial", TRIVIAL), ("HumanEval 8 asserts", HUMANEVAL)):
-        for workers in args.workers:
-            rows = bench(program, workers, args.jobs, args.latency_jobs)
-            for key in "abc":
-                r = rows[key]
-                ratio = "" if key == "a" else f"{rows['a']['jobs_s'] / r['jobs_s']:.2f}x"
-                print(
-                    f"| {label} | {workers} | {names[key]} | {r['jobs_s']:.0f} | {r['p50']:.1f} | "
-                    f"{r['p99']:.1f} | {r['mem']:.0f} | {ratio} |",
-                    flush=True,
-                )
+    for r in rows:
+        ratio = f"{r['a_over']:.2f}x" if r.get("a_over") else ""
+        print(
+            f"| {r['program']} | {r['workers']} | {r['runner']} | {r['jobs_s']:.0f} | {r['p50']:.1f} | "
+            f"{r['p99']:.1f} | {r['mem']:.0f} | {ratio} |"
+        )
 
 
 if __name__ == "__main__":
