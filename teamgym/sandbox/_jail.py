@@ -5,9 +5,9 @@ IPC namespaces (it is PID 1 there: every process it makes dies with it), with th
 is given a job it joins its memory cgroup and calls :func:`enter`: ``setsid``, its working directory, its
 unprivileged uid (when the server is root), no capability, ``no_new_privs`` and ``PDEATHSIG``, a scrubbed
 environment and a seccomp filter (x86_64) that refuses the system calls a job never needs and that could hold
-memory outside its limits or widen its view: ``memfd_create``, System V shared memory and message queues, POSIX message queues, new namespaces
-(``unshare``, ``setns``, ``clone`` with namespace flags; ``clone3`` reports ENOSYS so libc falls back to
-``clone``), mounts, ``ptrace``, ``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``, kernel keyrings.
+memory outside its limits or widen its view: ``memfd_create``, System V shared memory and message queues, POSIX
+message queues, new namespaces (``unshare``, ``setns``, ``clone`` with namespace flags; ``clone3`` reports ENOSYS
+so libc falls back to ``clone``), mounts, ``ptrace``, ``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``, kernel keyrings.
 With its job come its file descriptors (:func:`wire_fds`) and its rlimits (:func:`set_limits`).
 """
 
@@ -82,7 +82,9 @@ def wire_fds(fds: list[int]) -> None:
 
 def _streams() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
     return (
-        io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="surrogateescape"),
+        io.TextIOWrapper(
+            io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="surrogateescape"
+        ),
         io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8"),
         io.TextIOWrapper(
             io.BufferedWriter(io.FileIO(2, "w", closefd=False)),

@@ -42,7 +42,7 @@ import _wire  # noqa: E402
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]  # jobs import nothing from here
 
 # Preloaded so job processes get them for free (copy-on-write): the usual imports of contest and HumanEval code.
-import bisect, collections, copy, fractions, functools, heapq, itertools, math, random, re, string, typing  # noqa: E401,E402,F401,I001
+import bisect, copy, fractions, functools, heapq, itertools, math, random, re, string, typing  # noqa: E401,E402,F401,I001
 
 # As root, each server's programs run as uid/gid UID_BASE + the server's pid, its judges as JUDGE_UID_BASE + pid:
 # unique on the machine while the server lives (pids stay below 2**22), so a uid-wide kill never touches another
