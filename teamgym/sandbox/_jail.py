@@ -7,8 +7,8 @@ unprivileged uid (when the server is root), no capability, ``no_new_privs`` and 
 environment and a seccomp filter (x86_64) that refuses the system calls a job never needs and that could hold
 memory outside its limits or widen its view: ``memfd_create``, System V shared memory and message queues, POSIX
 message queues, new namespaces (``unshare``, ``setns``, ``clone`` with namespace flags; ``clone3`` reports ENOSYS
-so libc falls back to ``clone``), mounts, ``ptrace``, ``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``, kernel keyrings.
-With its job come its file descriptors (:func:`wire_fds`) and its rlimits (:func:`set_limits`).
+so libc falls back to ``clone``), mounts, ``ptrace``, ``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``,
+kernel keyrings. With its job come its file descriptors (:func:`wire_fds`) and its rlimits (:func:`set_limits`).
 """
 
 from __future__ import annotations
