@@ -4,8 +4,8 @@ The judge never runs model-written program code. Its namespace holds the problem
 ``prelude``: the prompt's imports and helpers; then ``setup``) and, in place of the program's functions,
 callables that send plain-data arguments to the program's process and rebuild its plain-data answer (exact
 builtin types, bounded in depth and size: a float subclass, an object with a rigged ``__eq__`` or a huge reply
-never get here). Only the entry point (or, without one, the names a test calls that nothing else defines) comes
-from the program; helpers the tests use, ``math``, ``random``... are the judge's own.
+never get here). Only the entry point (or, without one, the names a test reads that nothing else defines: the host
+lists them) comes from the program; helpers the tests use, ``math``, ``random``... are the judge's own.
 
 Records, one JSON object per line on the status fd: ``{"program": "ok"}`` or ``{"program": "failed", "status",
 "error"}`` first, then per test ``{"i", "value"}`` (``assert EXPR == LITERAL`` tests: the host compares the
@@ -192,27 +192,6 @@ def _callee(program: Program, name: str):
     return call
 
 
-def _free_names(source: str, scope: dict) -> set[str]:
-    """Names a test reads that neither it nor ``scope`` nor the builtins define: the program's functions."""
-    import ast  # only tests without an entry point need it: not loaded in every job process
-
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    loaded, stored = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (loaded if isinstance(node.ctx, ast.Load) else stored).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stored.add(node.name)
-        elif isinstance(node, ast.alias):
-            stored.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.arg):
-            stored.add(node.arg)
-    return {n for n in loaded - stored if n not in scope and not hasattr(builtins, n)}
-
-
 def run(spec: dict) -> int:
     """Judge ``spec["tests"]`` against the program; records go to the status fd. Returns the exit code.
 
@@ -260,6 +239,8 @@ def run(spec: dict) -> int:
 
 def _compile(index: int, test: dict) -> object:
     """A test's code object, or the SyntaxError (or other error) compiling it raised (it fails that test)."""
+    if test["kind"] == "call":  # ENTRY(literals...): called as it is, no code
+        return None
     value = test["kind"] == "value"
     try:
         return compile(test["expr"] if value else test["code"], f"test_{index}", "eval" if value else "exec")
@@ -273,13 +254,15 @@ def _judge_one(
     if isinstance(code, BaseException):
         return {"i": index, "status": "error", "error": _describe(code)}
     scope = dict(base)
-    if not entry_point:
-        for name in _free_names(test["expr"] if test["kind"] == "value" else test["code"], scope):
+    for name in test.get("names", ()):  # without an entry point: the program's functions the test calls
+        if name not in scope:
             scope[name] = _callee(program, name)
     try:
         signal.setitimer(signal.ITIMER_REAL, budget)
         try:
-            if test["kind"] == "value":
+            if test["kind"] == "call":
+                value = scope[entry_point](*_wire.decode_value(test["args"]), **_wire.decode_value(test["kwargs"]))
+            elif test["kind"] == "value":
                 value = eval(code, scope)
             else:
                 exec(code, scope)
@@ -291,7 +274,7 @@ def _judge_one(
         return {"i": index, "status": "memory", "error": "MemoryError"}
     except BaseException as exc:  # noqa: B036 - SystemExit inside a test fails that test, nothing more
         return {"i": index, "status": "error", "error": _describe(exc)}
-    if test["kind"] != "value":
+    if test["kind"] == "exec":
         return {"i": index, "ok": True}
     try:
         return {"i": index, "value": _wire.encode_value(value)}

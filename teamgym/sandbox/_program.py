@@ -86,7 +86,7 @@ def run(spec: dict) -> int:
     module = _module(code)
     serving = bool(spec.get("serve"))
     # Kept before the program runs: it may patch any module, but not these references.
-    hello = _Server(module) if serving else None
+    hello = Server(module) if serving else None
     try:
         exec(compile(code, "solution.py", "exec"), module.__dict__)
     except SystemExit as exc:
@@ -122,7 +122,7 @@ def _on_alarm(signum: int, frame: object) -> None:
     raise _CallTimeout
 
 
-class _Server:
+class Server:
     """Answers the judge's calls; every reference it uses is taken before the program runs."""
 
     def __init__(self, module: types.ModuleType):

@@ -32,6 +32,7 @@ import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
+import _caller  # noqa: E402
 import _cgroup  # noqa: E402
 import _jail  # noqa: E402
 import _judge  # noqa: E402
@@ -382,9 +383,19 @@ class Server:
                 oom_before[role] = self.cgroups.oom_kills(role)
         start = time.monotonic()
         procs: list[_Proc] = []
+        caller: _caller.Caller | None = None
         try:
             if tests is None:
                 procs.append(self._spawn("program", {"code": job["code"]}, job["stdin"], limits, [], job))
+            elif job.get("entry_point") and all(t["kind"] == "call" for t in tests):  # no test code to run
+                calls, answers = os.pipe(), os.pipe()
+                try:
+                    spec = {"code": job["code"], "serve": True}
+                    procs.append(self._spawn("program", spec, "", limits, [calls[0], answers[1]], job))
+                finally:
+                    os.close(calls[0])
+                    os.close(answers[1])
+                caller = _caller.Caller(calls[1], answers[0], job["entry_point"], tests, float(job["test_timeout"]))
             else:
                 calls, answers = os.pipe(), os.pipe()  # judge -> program, program -> judge
                 program_spec = {"code": job["code"], "serve": True}
@@ -402,8 +413,10 @@ class Server:
                 finally:
                     for fd in (*calls, *answers):
                         os.close(fd)
-            self._supervise(procs, start + float(job["timeout"]))
+            self._supervise(procs, start + float(job["timeout"]), caller)
         finally:
+            if caller is not None:
+                caller.close()
             for proc in procs:
                 proc.kill(None)
                 if proc.status is None:
@@ -414,7 +427,10 @@ class Server:
             self._sweep([p.pid for p in procs])
         duration = time.monotonic() - start
         oom = {role: self.cgroups.oom_kills(role) > oom_before[role] for role in oom_before}
-        return self._result(procs, oom, duration)
+        result = self._result(procs, oom, duration)
+        if caller is not None and not result["infra_error"]:
+            result["records"] = caller.records
+        return result
 
     def _spawn(self, role: str, spec: dict, stdin: str, limits: dict, extra: list[int], job: dict) -> _Proc:
         """Start one jailed job process: fds 0-4 (stdin, stdout, stderr, status, spec), then ``extra``."""
@@ -469,8 +485,9 @@ class Server:
         ours.close()
         return pid
 
-    def _supervise(self, procs: list[_Proc], deadline: float) -> None:
-        """Collect output until the job is over: the program exits (plain job) or the judge does (tests)."""
+    def _supervise(self, procs: list[_Proc], deadline: float, caller: _caller.Caller | None = None) -> None:
+        """Collect output until the job is over: the program exits (plain job, or calls made by ``caller``) or the
+        judge does (the program then serves until the judge is done)."""
         poller = select.poll()
         owner: dict[int, tuple[_Proc, str | None]] = {}
         for proc in procs:
@@ -479,7 +496,11 @@ class Server:
                 owner[fd] = (proc, name)
         for fd in owner:
             poller.register(fd, select.POLLIN)
-        primary = procs[-1]  # the judge when there is one: the program then serves until the judge is done
+        polled: set[int] = set()  # the caller's channels being polled
+        if caller is not None:
+            poller.register(caller.reply_fd, select.POLLIN)
+            polled.add(caller.reply_fd)
+        primary = procs[-1]
         open_fds = set(owner)
         while True:
             now = time.monotonic()
@@ -488,18 +509,48 @@ class Server:
                     if proc.status is None:
                         proc.kill("timeout")
                 deadline = float("inf")
+            if caller is not None and not caller.closed:
+                caller.on_time(now)
+                if caller.done:  # the program sees the end of its calls and exits
+                    for fd in polled:
+                        poller.unregister(fd)
+                    polled.clear()
+                    caller.close()
+                elif bool(caller.outbox) != (caller.send_fd in polled):
+                    if caller.outbox:
+                        poller.register(caller.send_fd, select.POLLOUT)
+                        polled.add(caller.send_fd)
+                    else:
+                        poller.unregister(caller.send_fd)
+                        polled.discard(caller.send_fd)
             if primary.status is not None:
                 for proc in procs:
                     if proc is not primary and proc.status is None:
                         proc.kill("done")
-            live_pipes = [fd for fd in open_fds if owner[fd][1] is not None]
+            live_pipes = [fd for fd in open_fds if owner[fd][1] is not None] + [
+                fd for fd in polled if caller is not None and fd == caller.reply_fd
+            ]
             if all(p.status is not None for p in procs):
                 end = max(p.grace_end for p in procs)
                 if not live_pipes or now >= end:
                     return
             waits = [deadline] + [p.grace_end for p in procs if p.grace_end is not None]
+            if caller is not None and not caller.closed:
+                waits.append(caller.deadline)
             timeout_ms = max(0.0, min(waits) - now) * 1000 + 1
             for fd, _ in poller.poll(min(timeout_ms, 1e9)):
+                if caller is not None and fd == caller.send_fd:
+                    caller.flush()
+                    continue
+                if caller is not None and fd == caller.reply_fd:
+                    chunk = os.read(fd, _READ)
+                    if chunk:
+                        caller.on_data(chunk)
+                    else:
+                        poller.unregister(fd)
+                        polled.discard(fd)
+                        caller.on_eof()
+                    continue
                 proc, name = owner[fd]
                 if name is None:
                     proc.status = os.waitpid(proc.pid, 0)[1]

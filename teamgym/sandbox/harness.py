@@ -25,6 +25,7 @@ Model-written tests (a tester's) run in a judge of their own, never beside groun
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -80,11 +81,17 @@ def split_assert(statement: str) -> tuple[str, Any] | None:
     """``(expr_source, expected)`` for ``assert EXPR == LITERAL`` (either side literal), else ``None``."""
     try:
         tree = ast.parse(statement)
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
+    if len(tree.body) != 1:
         return None
-    test = tree.body[0].test
+    return _split(tree.body[0])
+
+
+def _split(node: ast.stmt) -> tuple[str, Any] | None:
+    if not isinstance(node, ast.Assert):
+        return None
+    test = node.test
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
         return None
     left, right = test.left, test.comparators[0]
@@ -94,6 +101,84 @@ def split_assert(statement: str) -> tuple[str, Any] | None:
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
     return None
+
+
+def literal_call(expr: str, entry_point: str | None) -> tuple[list[Any], dict[str, Any]] | None:
+    """``(args, kwargs)`` when ``expr`` calls the entry point (or ``candidate``) with literal arguments only."""
+    if not entry_point:
+        return None
+    try:
+        node = ast.parse(expr, mode="eval").body
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            return None
+        if node.func.id not in (entry_point, "candidate") or any(k.arg is None for k in node.keywords):
+            return None
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        args = [ast.literal_eval(a) for a in node.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return args, kwargs
+
+
+def plan_test(statement: str, entry_point: str | None) -> tuple[dict[str, Any], tuple[str, Any] | None]:
+    """How the sandbox runs an assert test, and the ``(expr, expected)`` the host compares (``None``: the test
+    checks itself).
+
+    * ``assert ENTRY(literals...) == LITERAL``: a *call*: no test code runs anywhere; the server calls the program.
+      Assignments of literals before it (a tester's ``METADATA = {...}``) cannot change that call and are dropped.
+    * ``assert EXPR == LITERAL``: a *value*: the judge evaluates ``EXPR``, the host compares.
+    * anything else: *code* the judge runs; it passes when it finishes.
+    """
+    plan = split_assert(statement)
+    if plan is None:
+        plan = _literal_prefix_call(statement, entry_point)
+        if plan is None:
+            return {"kind": "exec", "code": statement, "names": _free_names(statement, entry_point)}, None
+    call = literal_call(plan[0], entry_point)
+    if call is not None:
+        try:
+            return {"kind": "call", "args": _wire.encode_value(call[0]), "kwargs": _wire.encode_value(call[1])}, plan
+        except _wire.WireError:
+            pass
+    return {"kind": "value", "expr": plan[0], "names": _free_names(plan[0], entry_point)}, plan
+
+
+def _free_names(source: str, entry_point: str | None) -> list[str]:
+    """Without an entry point: the names ``source`` reads and does not define itself, builtins aside (the judge
+    binds those that its prelude and setup did not define to the program's functions)."""
+    if entry_point:
+        return []
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    loaded, stored = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else stored).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stored.add(node.name)
+        elif isinstance(node, ast.alias):
+            stored.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            stored.add(node.arg)
+    return sorted(n for n in loaded - stored if not hasattr(builtins, n))
+
+
+def _literal_prefix_call(statement: str, entry_point: str | None) -> tuple[str, Any] | None:
+    """``(expr, expected)`` for ``NAME = LITERAL`` lines then ``assert ENTRY(literals...) == LITERAL``."""
+    try:
+        body = ast.parse(statement).body
+        for node in body[:-1]:
+            if not (isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)):
+                return None
+            ast.literal_eval(node.value)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return None
+    plan = _split(body[-1]) if body else None
+    return plan if plan is not None and literal_call(plan[0], entry_point) is not None else None
 
 
 def humaneval_tests(test_source: str) -> tuple[str, list[str]]:
@@ -224,11 +309,8 @@ def matrix_jobs(
                 f"entry_point={entry_point!r}: expected the name of the program's function, e.g. 'add', or None"
             )
         statements = [_statement(t, i) for i, t in enumerate(tests)]
-        plans = [split_assert(s) for s in statements]
-        wire_tests = [
-            {"kind": "value", "expr": p[0]} if p else {"kind": "exec", "code": s}
-            for s, p in zip(statements, plans, strict=True)
-        ]
+        planned = [plan_test(s, entry_point) for s in statements]
+        wire_tests, plans = [w for w, _ in planned], [p for _, p in planned]
         budget = min(600.0, timeout * (len(statements) + 1))
         jobs = []
         for c in codes:

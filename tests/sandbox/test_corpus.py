@@ -884,7 +884,7 @@ def test_right_programs_still_pass(problems: dict[str, Problem]) -> None:
 
 
 MEMORY_BY_MANY = """
-import os
+import os, time
 children = []
 for _ in range(6):
     pid = os.fork()
@@ -892,6 +892,7 @@ for _ in range(6):
         block = bytearray(100 << 20)  # touched: 100 MiB resident in each child
         for i in range(0, len(block), 4096):
             block[i] = 1
+        time.sleep(1.0)  # held while the others allocate theirs
         os._exit(0)
     children.append(pid)
 held = sum(os.waitpid(pid, 0)[1] == 0 for pid in children)

@@ -201,3 +201,47 @@ def test_value_round_trip(value: object) -> None:
 
     decoded = decode_value(encode_value(value))
     assert decoded == value and type(decoded) is type(value)
+
+
+def test_literal_calls_run_no_test_code() -> None:
+    from teamgym.sandbox.harness import plan_test
+
+    kinds = {
+        "assert f(1, [2, 3], k='x') == 4": "call",
+        "assert candidate(1) == 2": "call",
+        "METADATA = {'a': 1}\nassert f(1) == 2": "call",  # a literal assignment cannot change the call
+        "x = 1\nassert f(x) == 2": "exec",  # but one the call reads is code
+        "import os\nassert f(1) == 2": "exec",
+        "assert f(*[1]) == 2": "value",
+        "assert g(1) == 2": "value",  # not the entry point: a helper the judge may define
+        "assert abs(f(1) - 2) < 1e-6": "exec",
+    }
+    for statement, kind in kinds.items():
+        assert plan_test(statement, "f")[0]["kind"] == kind, statement
+    assert plan_test("assert f(1) == 2", None)[0]["kind"] == "value"  # without an entry point: the judge
+    assert plan_test("assert f(1) == 2", None)[0]["names"] == ["f"]
+
+
+PROGRAMS = {
+    "right": "def f(x, y=0):\n    return 2 * x + y\n",
+    "wrong": "def f(x, y=0):\n    return x\n",
+    "raises": "def f(x, y=0):\n    raise ValueError('no')\n",
+    "slow": "def f(x, y=0):\n    while x == 3:\n        pass\n    return 2 * x + y\n",
+    "not_plain": "def f(x, y=0):\n    return iter([x])\n",
+    "exits": "import os\ndef f(x, y=0):\n    if x == 2:\n        os._exit(0)\n    return 2 * x + y\n",
+    "broken_top": "1/0\ndef f(x, y=0):\n    return 2 * x + y\n",
+}
+CALLS = ["f(1)", "f(2, y=1)", "f(3)", "f(4)"]
+EXPECTED_VALUES = [2, 5, 6, 8]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_direct_calls_and_the_judge_agree(box: Sandbox, name: str) -> None:
+    """The server calling the entry point itself gives the verdicts a judge gives for the same tests."""
+    direct = [f"assert {c} == {v}" for c, v in zip(CALLS, EXPECTED_VALUES)]
+    judged = [f"assert ({c}, 0)[0] == {v}" for c, v in zip(CALLS, EXPECTED_VALUES)]  # not a bare call: judge
+    first = run_tests(PROGRAMS[name], direct, kind="assert", entry_point="f", timeout=0.5, sandbox=box)
+    second = run_tests(PROGRAMS[name], judged, kind="assert", entry_point="f", timeout=0.5, sandbox=box)
+    assert [(v.passed, v.status) for v in first] == [(v.passed, v.status) for v in second]
+    assert [v.actual for v in first] == [v.actual for v in second]
+    assert not any(v.infra_error for v in first + second)
