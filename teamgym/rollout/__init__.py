@@ -5,28 +5,27 @@
 
 from __future__ import annotations
 
-from teamgym.rollout.batch import NODE_KEYS, AgentTurnBatch
+from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.engine import ChatPrompt, RolloutEngine, RolloutResult, TreeSampling, default_prompt, task_seed
-from teamgym.rollout.sampling import Completion, Policy, SamplingParams
+from teamgym.rollout.sampling import Completion, Sampler, SamplingParams
 from teamgym.rollout.slot import EnvSlot, LocalSlots, SlotPool
 
 __all__ = [
-    "NODE_KEYS",
     "AgentTurnBatch",
     "ChatPrompt",
     "Completion",
     "EnvSlot",
     "LocalSlots",
     "RaySlots",
-    "RayVLLMPolicy",
+    "RayVLLMSampler",
     "SlotPool",
     "HFPolicy",
-    "Policy",
     "RolloutEngine",
     "RolloutResult",
+    "Sampler",
     "SamplingParams",
     "TreeSampling",
-    "VLLMPolicy",
+    "VLLMSampler",
     "default_prompt",
     "task_seed",
 ]
@@ -42,12 +41,12 @@ def __getattr__(name: str):
         from teamgym.rollout.ray_backend import RaySlots
 
         return RaySlots
-    if name == "RayVLLMPolicy":
-        from teamgym.rollout.ray_vllm import RayVLLMPolicy
+    if name == "RayVLLMSampler":
+        from teamgym.rollout.ray_vllm import RayVLLMSampler
 
-        return RayVLLMPolicy
-    if name == "VLLMPolicy":
-        from teamgym.rollout.vllm import VLLMPolicy
+        return RayVLLMSampler
+    if name == "VLLMSampler":
+        from teamgym.rollout.vllm import VLLMSampler
 
-        return VLLMPolicy
+        return VLLMSampler
     raise AttributeError(f"module 'teamgym.rollout' has no attribute {name!r}")
