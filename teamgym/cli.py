@@ -18,7 +18,8 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from teamgym.core.env import Policy, TurnBasedTextEnv
+from teamgym.core.env import TurnBasedTextEnv
+from teamgym.core.outcome import Policy
 from teamgym.errors import InvalidArgumentError, TeamGymError
 
 __all__ = ["main"]
