@@ -23,9 +23,11 @@ __all__ = [
     "RolloutEngine",
     "RolloutResult",
     "Sampler",
+    "Samplers",
     "SamplingParams",
     "TreeSampling",
     "VLLMSampler",
+    "VLLMSettings",
     "default_prompt",
     "task_seed",
 ]
@@ -37,6 +39,10 @@ def __getattr__(name: str):
         from teamgym.rollout.hf import HFPolicy
 
         return HFPolicy
+    if name in ("Samplers", "VLLMSettings"):
+        from teamgym.rollout import samplers
+
+        return getattr(samplers, name)
     if name == "RaySlots":
         from teamgym.rollout.ray_backend import RaySlots
 

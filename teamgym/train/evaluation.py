@@ -63,7 +63,7 @@ def evaluate(engine: RolloutEngine, policies: Mapping[str, HFPolicy], task_ids: 
              temperature: float, seed: int) -> dict[str, float]:
     """Held-out success, one sample per node: greedy (``success``) and sampled at ``temperature``.
 
-    Each evaluation draws from the policies' generators seeded ``seed + 1`` (their states are saved and restored
+    Each evaluation draws from the policies' RNGs seeded ``seed + 1`` (their states are saved and restored
     around it), so evaluating never shifts the training sampler's random stream.
     """
     if not task_ids:
