@@ -16,8 +16,8 @@ from teamgym.train.metrics import read_metrics
 def run_main_job(overrides: dict[str, Any], seed: int, steps: int, output_dir: Path) -> dict[str, Any]:
     """The main job (``teamgym train`` defaults) with ``overrides``: held-out success after the warm start and
     after RL (greedy and sampled), the mean team term over the last quarter of RL, RL wall seconds, alphas used."""
-    config = TrainConfig(**{**overrides, "seed": seed, "steps": steps, "output_dir": str(output_dir),
-                            "progress_bar": False, "plot": False, "checkpoint_every": max(steps, 1)})
+    config = TrainConfig.from_dict({**overrides, "seed": seed, "steps": steps, "output_dir": str(output_dir),
+                                     "progress_bar": False, "plot": False, "checkpoint_every": max(steps, 1)})
     summary = train(config)
     rows = read_metrics(output_dir)
     tail = rows[-max(1, len(rows) // 4):]

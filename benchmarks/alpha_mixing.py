@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _training import mean_cell, run_main_job, write_json  # noqa: E402
 
 from teamgym.train import TrainConfig  # noqa: E402
+from teamgym.train.update import PPOConfig  # noqa: E402
 
 MIXERS = [("static", 0.0), ("static", 0.5), ("static", 1.0), ("static", 2.0), ("bandit", 1.0)]
 
@@ -32,15 +33,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="learning rate of every run")
+    parser.add_argument("--lr", type=float, default=PPOConfig.lr, help="learning rate of every run")
     parser.add_argument("--json", help="also write every run's numbers to this file")
     args = parser.parse_args()
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mixer, alpha in MIXERS:
             label = f"static alpha = {alpha:g}" if mixer == "static" else "bandit over {0, 0.5, 1, 2}"
-            results[label] = [run_main_job({"alpha_mixer": mixer, "alpha": alpha, "lr": args.lr}, seed, args.steps,
-                                           Path(tmp) / f"{mixer}-{alpha}-{seed}") for seed in args.seeds]
+            overrides = {"alpha": alpha if mixer == "static" else mixer, "ppo.lr": args.lr}
+            results[label] = [run_main_job(overrides, seed, args.steps, Path(tmp) / f"{mixer}-{alpha}-{seed}")
+                              for seed in args.seeds]
             print(f"done: {label}: {[(r['success'], r['sampled']) for r in results[label]]}", flush=True)
     print(f"\n{args.steps} AT-GRPO steps after the warm start, seeds {args.seeds}; mean over seeds (per seed)\n")
     print("| reward mixer | held-out success (greedy) | sampled | team term, last quarter | alphas picked |")

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _training import mean_cell, run_main_job, write_json  # noqa: E402
 
 from teamgym.train import TrainConfig  # noqa: E402
+from teamgym.train.update import PPOConfig  # noqa: E402
 
 ALGOS = ["at_grpo", "grpo", "treerl", "gigpo", "team_gigpo", "spo", "spo_per_agent"]
 
@@ -32,14 +33,14 @@ def main() -> None:
     parser.add_argument("--algos", nargs="+", default=ALGOS)
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="learning rate of every run")
+    parser.add_argument("--lr", type=float, default=PPOConfig.lr, help="learning rate of every run")
     parser.add_argument("--json", help="also write every run's numbers to this file")
     args = parser.parse_args()
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for algo in args.algos:
-            results[algo] = [run_main_job({"algo": algo, "lr": args.lr}, seed, args.steps, Path(tmp) / f"{algo}-{seed}")
-                             for seed in args.seeds]
+            results[algo] = [run_main_job({"algo": algo, "ppo.lr": args.lr}, seed, args.steps,
+                                          Path(tmp) / f"{algo}-{seed}") for seed in args.seeds]
             print(f"done: {algo}: {[(r['success'], r['sampled']) for r in results[algo]]}", flush=True)
     print(f"\n{args.steps} RL steps after the warm start, seeds {args.seeds}; mean over seeds (per seed)\n")
     print("| `--algo` | held-out success (greedy) | sampled | RL seconds |")

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 import teamgym
-from teamgym.rollout import HFPolicy, RolloutEngine, SamplingParams, TreeSampling
+from teamgym.rollout import HFPolicy, LocalSlots, RolloutEngine, SamplingParams, TreeSampling
 from teamgym.train.checkpoint import load_latest_checkpoint
 from teamgym.train.presets import get_preset
 
@@ -46,9 +46,10 @@ def measure(env_id: str, tasks: int, k: int, max_tokens: int, workers: int, wave
     probe = teamgym.make(env_id, **env_kwargs)
     roles = list(probe.possible_agents)
     probe.close()
-    engine = RolloutEngine(partial(teamgym.make, env_id, **env_kwargs), {r: policy for r in roles},
+    slots = LocalSlots(partial(teamgym.make, env_id, **env_kwargs), preset.prompt, workers=workers)
+    engine = RolloutEngine(slots, {r: policy for r in roles},
                            sampling=SamplingParams(max_tokens=max_tokens or preset.max_tokens), tree=TreeSampling(k=k),
-                           prompt_formatter=preset.prompt, env_workers=workers, seed=0, waves=waves)
+                           seed=0, waves=waves)
     engine.rollout(list(range(tasks)))  # warm-up: env pools, sandbox servers, torch kernels
     totals = {"rows": 0, "tokens": 0, "generate": 0.0, "env": 0.0, "total": 0.0}
     for r in range(repeats):

@@ -18,7 +18,8 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from teamgym.core.env import Policy, TurnBasedTextEnv
+from teamgym.core.env import TurnBasedTextEnv
+from teamgym.core.outcome import Policy
 from teamgym.errors import InvalidArgumentError, TeamGymError
 
 __all__ = ["main"]
@@ -26,6 +27,9 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``teamgym`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"]:  # its own parser, built from the config: only `train` pays for importing the trainer
+        return _train(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -50,22 +54,18 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--task-id", default=None, help="play this task (reset option task_id)")
     play.set_defaults(run=_play)
 
-    train = commands.add_parser("train", help="train a team with an advantage estimator (see docs/training.md)")
-    try:
-        from teamgym.train import cli as train_cli
-    except ImportError:
-        train_cli = None
-    if train_cli is not None:
-        train_cli.add_arguments(train)
-        train.set_defaults(run=train_cli.run)
-    else:
-        train.set_defaults(run=lambda args: _unavailable("train"))
+    commands.add_parser("train", add_help=False,
+                        help="train a team with an advantage estimator (`teamgym train --help`; docs/training.md)")
     return parser
 
 
-def _unavailable(command: str) -> int:
-    print(f"teamgym: '{command}' is not available in this installation", file=sys.stderr)
-    return 2
+def _train(argv: list[str]) -> int:
+    try:
+        from teamgym.train.cli import main as train_main
+    except ImportError as err:
+        print(f"teamgym: 'train' is not available in this installation ({err})", file=sys.stderr)
+        return 2
+    return train_main(argv, prog="teamgym train")
 
 
 def _list(args: argparse.Namespace) -> int:

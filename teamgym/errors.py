@@ -15,7 +15,9 @@ coder_tester-v0
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "TeamGymError",
@@ -31,6 +33,9 @@ __all__ = [
     "DependencyNotInstalled",
     "CheckpointError",
     "closest_names",
+    "check_int",
+    "check_number",
+    "check_choice",
 ]
 
 
@@ -121,3 +126,29 @@ class DependencyNotInstalled(TeamGymError, ImportError):
             f"the optional dependency {package!r} is not installed{what}: "
             f"install it with `pip install 'teamgym[{extra}]'`"
         )
+
+
+def check_int(name: str, value: Any, minimum: int) -> None:
+    """Raise :class:`InvalidArgumentError` naming ``name=value`` unless ``value`` is an int ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgumentError(f"config field {name}={value!r}: expected an int >= {minimum}")
+
+
+def check_number(name: str, value: Any, *, low: float | None = None, inclusive: bool = True, hint: str = "") -> None:
+    """Raise :class:`InvalidArgumentError` unless ``value`` is a finite number (``>= low``, or ``> low``).
+
+    ``hint`` (e.g. ``"GiGPO: 0.95"``) is appended to the message as the recommended value.
+    """
+    number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    if number and (low is None or (value >= low if inclusive else value > low)):
+        return
+    bound = "" if low is None else f" {'>=' if inclusive else '>'} {low}"
+    raise InvalidArgumentError(f"config field {name}={value!r}: expected a finite number{bound}"
+                               + (f" ({hint})" if hint else ""))
+
+
+def check_choice(name: str, value: Any, choices: Iterable[str]) -> None:
+    """Raise :class:`InvalidArgumentError` unless ``value`` is one of ``choices``."""
+    choices = tuple(choices)
+    if value not in choices:
+        raise InvalidArgumentError(f"config field {name}={value!r}: expected one of {', '.join(choices)}")

@@ -33,7 +33,7 @@ from teamgym.algos.losses import (
     overlong_penalty,
     ppo_clip_loss,
 )
-from teamgym.algos.mixing import AlphaMixer, BanditAlpha, StaticAlpha, mix_rewards
+from teamgym.algos.mixing import AlphaMixer, BanditAlpha, StaticAlpha
 from teamgym.algos.registry import get_advantage, list_advantages, register_advantage
 from teamgym.algos.trackers import BetaValueTracker, PerAgentValueTracker, adaptive_rho
 from teamgym.algos.tree import TreeValues, masprm_targets, tree_values, treerl_advantages, treerl_terms
@@ -87,7 +87,6 @@ __all__ = [
     "list_advantages",
     "masprm_targets",
     "mhgpo",
-    "mix_rewards",
     "normalize_in_groups",
     "overlong_penalty",
     "ppo_clip_loss",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
-from teamgym.algos.grouping import combine_codes, combine_ids, normalize_in_groups, sparse_group_stats
+from teamgym.algos.grouping import Column, combine_codes, group_ids, normalize_in_groups, sparse_group_stats
 from teamgym.algos.registry import register_advantage
 
 __all__ = ["grpo", "dr_grpo", "rloo", "at_grpo", "at_grpo_group_ids", "dr_mas", "mhgpo"]
@@ -71,20 +71,19 @@ def rloo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
     return (stats.centred * factor.index_select(0, stats.inverse)).to(rewards.dtype)
 
 
-def at_grpo_group_ids(
-    task_ids: torch.Tensor, agent_ids: torch.Tensor, turn_ids: torch.Tensor
-) -> torch.Tensor:
-    """AT-GRPO group ids: one group per (task, agent, turn) node of the sampling tree.
+def at_grpo_group_ids(task_ids: Column, agent_ids: Column, turn_ids: Column) -> torch.Tensor:
+    """AT-GRPO group ids: one group per (task, agent, turn) node of the sampling tree; the one definition of the key.
 
     The ``branch`` column (which of the K candidates) is deliberately not a key: the K candidates sampled at
     one node share one env state and form one group. Ids are built from explicit columns, never from row
-    positions, so groups cannot mix tasks (the reference code divided a row index by K twice and did).
+    positions, so groups cannot mix tasks (the reference code divided a row index by K twice and did). Columns may
+    be int ids or hashable values (task ids, agent names), as for :func:`~teamgym.algos.group_ids`: the rollout
+    batch passes (episode, agent, env step) for its tree nodes, the recorder (task, agent, turn).
+
+    Returns:
+        ``(N,)`` dense int64 ids.
     """
-    task_ids = check_ids("task_ids", task_ids)
-    agent_ids = check_ids("agent_ids", agent_ids)
-    turn_ids = check_ids("turn_ids", turn_ids)
-    check_same_length(task_ids=task_ids, agent_ids=agent_ids, turn_ids=turn_ids)
-    return combine_ids(task_ids, agent_ids, turn_ids)
+    return group_ids(task_ids, agent_ids, turn_ids)
 
 
 @register_advantage("at_grpo")

@@ -1,4 +1,6 @@
-"""Reward mixing ``r = alpha * team + local``: static alpha and an adaptive (bandit) alpha (gap 3).
+"""Where alpha comes from in ``r = alpha * team + local``: a static alpha and an adaptive (bandit) alpha (gap 3).
+
+The mixing itself is :func:`teamgym.core.rewards.mix`, the one function every env, wrapper and the trainer use.
 
 Every mixer follows :class:`AlphaMixer`: ``alpha_for(agent) -> float`` (read at every step, constant between
 updates), ``update(episode_stats)`` once per batch of episodes, ``state_dict()`` / ``load_state_dict(state)``,
@@ -15,7 +17,7 @@ import numpy as np
 
 from teamgym.errors import CheckpointError, InvalidArgumentError
 
-__all__ = ["AlphaMixer", "StaticAlpha", "BanditAlpha", "mix_rewards"]
+__all__ = ["AlphaMixer", "StaticAlpha", "BanditAlpha"]
 
 
 @runtime_checkable
@@ -29,11 +31,6 @@ class AlphaMixer(Protocol):
     def state_dict(self) -> dict: ...
 
     def load_state_dict(self, state: dict) -> None: ...
-
-
-def mix_rewards(team: float, local: float, alpha: float) -> float:
-    """``alpha * team + local`` (AT-GRPO, arXiv 2510.11062; alpha = 1 there)."""
-    return alpha * team + local
 
 
 class StaticAlpha:

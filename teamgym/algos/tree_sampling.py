@@ -207,7 +207,8 @@ class AdaptiveK:
     def __post_init__(self) -> None:
         if not 1 <= self.k0 <= self.k <= self.k_max:
             raise InvalidArgumentError(
-                f"need 1 <= k0 <= k <= k_max, got k0={self.k0}, k={self.k}, k_max={self.k_max}"
+                f"adaptive K needs 1 <= k0 <= k <= k_max, got k0={self.k0}, k={self.k}, k_max={self.k_max}: "
+                "lower k0 or raise k_max"
             )
 
     def initial(self) -> int:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from teamgym.core.env import Outcome, Policy, TurnBasedTextEnv, TurnRecord
+from teamgym.core.env import TurnBasedTextEnv
+from teamgym.core.outcome import Outcome, Policy, TurnRecord
 from teamgym.core.parallel import TurnParallelEnv
 from teamgym.core.rewards import RewardTerms, add_terms, mix, reward_terms, zero_terms
 from teamgym.core.snapshot import EnvSnapshot

@@ -14,7 +14,9 @@ A subclass fills in at least:
 * ``_apply_action(agent, action) -> Outcome``: apply the (sanitised) completion, return the reward terms.
 
 and may override ``task_ids()`` (a finite dataset), ``_select_first()``/``_select_next(agent)`` (env-chosen order),
-``_is_success()``, ``_episode_extras()`` and ``_scripted_policies()``.
+``_is_success()``, ``_episode_extras()`` and ``_scripted_policies()``. The hooks and their defaults are
+:class:`teamgym.core.hooks.EnvHooks`; ``Outcome``, ``TurnRecord`` and the scripted ``Policy`` type are in
+:mod:`teamgym.core.outcome`.
 
 Turns: a *turn* is a round in which the agents act in order (AT-GRPO: coder then tester = turn 0). ``max_turns``
 rounds truncate the episode. Observations are ``Dict({"prompt": TextSpace, "turn": Discrete(max_turns + 1)})``.
@@ -42,60 +44,27 @@ key                        meaning
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
+from teamgym.core.hooks import EnvHooks, StateT, TaskT
+from teamgym.core.outcome import TurnRecord
 from teamgym.core.rewards import RewardTerms, add_terms, mix, zero_terms
 from teamgym.core.snapshot import EnvSnapshot, Handoff, freeze
 from teamgym.core.spaces import TextSpace
 from teamgym.core.text import clip_text, sanitize_text
 from teamgym.errors import EnvStateError, InvalidActionError, InvalidArgumentError, SnapshotError
 
-__all__ = ["TurnBasedTextEnv", "Outcome", "TurnRecord", "Policy"]
+__all__ = ["TurnBasedTextEnv"]
 
 logger = logging.getLogger(__name__)
 
-TaskT = TypeVar("TaskT")
-StateT = TypeVar("StateT")
-
-#: A policy maps an observation (the env's ``Dict`` observation) to a completion.
-Policy = Callable[[Mapping[str, Any]], str]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one action did, as a concrete env reports it from ``_apply_action``.
-
-    Attributes:
-        terms: reward terms per agent for this step; the acting agent should be present, absent agents get zeros.
-        terminated: the episode is over (solved, or failed for good).
-        info: extra per-agent entries merged into ``infos[agent]`` (process signals, verdicts...).
-        infra_error: non-empty when infrastructure failed while scoring this action (not the model's fault).
-    """
-
-    terms: Mapping[str, RewardTerms]
-    terminated: bool = False
-    info: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    infra_error: str = ""
-
-
-@dataclass(frozen=True)
-class TurnRecord:
-    """One entry of the episode transcript: who acted, in which turn, what it wrote and what it earned."""
-
-    agent: str
-    turn: int
-    action: str
-    terms: RewardTerms
-
-
-class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
+class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
     """Base class of turn-based cooperative text envs whose agents are LLM roles.
 
     Args:
@@ -149,55 +118,6 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self._handed_off = False
         self._joined_prompts: dict[str, tuple[str, str, str]] = {}  # agent -> (system, user, prompt) last joined
         self.agents = []
-
-    # ------------------------------------------------------------------ hooks for concrete envs
-    def task_ids(self) -> Sequence[Any] | None:
-        """The ids of a finite task set (a dataset), or ``None`` for procedural tasks built from integer ids."""
-        return None
-
-    def _task_from_id(self, task_id: Any) -> TaskT:
-        raise NotImplementedError
-
-    def _initial_state(self, task: TaskT) -> StateT:
-        raise NotImplementedError
-
-    def _system_prompt(self, agent: str) -> str:
-        raise NotImplementedError
-
-    def _user_prompt(self, agent: str) -> str:
-        raise NotImplementedError
-
-    def _apply_action(self, agent: str, action: str) -> Outcome:
-        raise NotImplementedError
-
-    def _select_first(self) -> str:
-        """The agent that opens each turn (default: the first name in ``agents``)."""
-        return self.agents[0]
-
-    def _select_next(self, agent: str) -> str | None:
-        """The agent to act after ``agent`` in the same turn, or ``None`` when the turn is over (default: in order)."""
-        index = self.agents.index(agent)
-        return self.agents[index + 1] if index + 1 < len(self.agents) else None
-
-    def _is_success(self) -> bool:
-        """Whether the episode so far counts as solved (reported in the episode summary)."""
-        return False
-
-    def _team_progress(self) -> float | None:
-        """How far the team is towards solving the task, in [0, 1], or ``None`` if the env does not say.
-
-        Reported as ``infos[agent]["progress"]`` for every agent after every step (process-reward wrappers read
-        it); an env may instead, or also, set ``progress`` per agent through ``Outcome.info``, which wins.
-        """
-        return None
-
-    def _episode_extras(self) -> dict[str, Any]:
-        """Env-specific entries for the episode summary (numbers, strings, bools)."""
-        return {}
-
-    def _scripted_policies(self) -> dict[str, dict[str, Callable[[], Policy]]]:
-        """Scripted policies this env provides: ``{role: {name: factory}}``; the first name is the default."""
-        return {}
 
     # ------------------------------------------------------------------ PettingZoo API
     def observation_space(self, agent: str) -> spaces.Dict:
@@ -382,30 +302,6 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
         self._has_reset = True
         self._handed_off = False
 
-    # ------------------------------------------------------------------ scripted policies
-    def scripted_policies(self) -> dict[str, list[str]]:
-        """``{role: [policy names]}`` of the scripted policies this env provides (first name = default)."""
-        return {role: list(named) for role, named in self._scripted_policies().items()}
-
-    def scripted_policy(self, role: str, name: str | None = None) -> Policy:
-        """A scripted policy for ``role`` (``name`` from :meth:`scripted_policies`, default its first).
-
-        The policy reads the env it was made from (e.g. the ground truth for an oracle), so make it from the env
-        instance it will play in.
-        """
-        table = self._scripted_policies()
-        if role not in table:
-            raise InvalidArgumentError(
-                f"no scripted policy for role {role!r} in {type(self).__name__}: roles with one: {sorted(table)}"
-            )
-        named = table[role]
-        chosen = name if name is not None else next(iter(named))
-        if chosen not in named:
-            raise InvalidArgumentError(
-                f"scripted policy {chosen!r} for role {role!r}: expected one of {list(named)}"
-            )
-        return named[chosen]()
-
     # ------------------------------------------------------------------ internals
     def _coerce_action(self, action: Any) -> tuple[str, dict[str, bool]]:
         if not isinstance(action, str):
@@ -487,18 +383,6 @@ class TurnBasedTextEnv(AECEnv, Generic[TaskT, StateT]):
             raise EnvStateError(
                 f"{type(self).__name__}.{method}() called before reset(): call env.reset(seed=...) first"
             )
-
-    def _render_header(self) -> str:
-        return f"=== {self.metadata['name']} | task {self.task_id} | agents: {', '.join(self.possible_agents)} ==="
-
-    def _render_record(self, record: TurnRecord) -> str:
-        terms = ", ".join(f"{k}={v:+.3f}" for k, v in record.terms.items())
-        return f"--- turn {record.turn} | {record.agent} | {terms}\n{clip_text(record.action, 2000)}"
-
-    def _render_footer(self) -> str:
-        summary = self.episode_summary()
-        returns = ", ".join(f"{a}={r:+.3f}" for a, r in summary["returns"].items())
-        return f"=== end: success={summary['success']} | steps={summary['steps']} | returns: {returns} ==="
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:

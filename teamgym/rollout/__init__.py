@@ -5,28 +5,29 @@
 
 from __future__ import annotations
 
-from teamgym.rollout.batch import NODE_KEYS, AgentTurnBatch
+from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.engine import ChatPrompt, RolloutEngine, RolloutResult, TreeSampling, default_prompt, task_seed
-from teamgym.rollout.sampling import Completion, Policy, SamplingParams
+from teamgym.rollout.sampling import Completion, Sampler, SamplingParams
 from teamgym.rollout.slot import EnvSlot, LocalSlots, SlotPool
 
 __all__ = [
-    "NODE_KEYS",
     "AgentTurnBatch",
     "ChatPrompt",
     "Completion",
     "EnvSlot",
     "LocalSlots",
     "RaySlots",
-    "RayVLLMPolicy",
+    "RayVLLMSampler",
     "SlotPool",
     "HFPolicy",
-    "Policy",
     "RolloutEngine",
     "RolloutResult",
+    "Sampler",
+    "Samplers",
     "SamplingParams",
     "TreeSampling",
-    "VLLMPolicy",
+    "VLLMSampler",
+    "VLLMSettings",
     "default_prompt",
     "task_seed",
 ]
@@ -38,16 +39,20 @@ def __getattr__(name: str):
         from teamgym.rollout.hf import HFPolicy
 
         return HFPolicy
+    if name in ("Samplers", "VLLMSettings"):
+        from teamgym.rollout import samplers
+
+        return getattr(samplers, name)
     if name == "RaySlots":
         from teamgym.rollout.ray_backend import RaySlots
 
         return RaySlots
-    if name == "RayVLLMPolicy":
-        from teamgym.rollout.ray_vllm import RayVLLMPolicy
+    if name == "RayVLLMSampler":
+        from teamgym.rollout.ray_vllm import RayVLLMSampler
 
-        return RayVLLMPolicy
-    if name == "VLLMPolicy":
-        from teamgym.rollout.vllm import VLLMPolicy
+        return RayVLLMSampler
+    if name == "VLLMSampler":
+        from teamgym.rollout.vllm import VLLMSampler
 
-        return VLLMPolicy
+        return VLLMSampler
     raise AttributeError(f"module 'teamgym.rollout' has no attribute {name!r}")

@@ -2,8 +2,9 @@
 
 Columns follow ARCHITECTURE.md's data model. Rows of one tree node (the K candidates one agent sampled at one step of
 one episode from one env state) share ``episode_id``, ``agent``, ``turn`` and ``step``; ``branch`` is the candidate's
-index in the node and ``chosen`` marks the one the episode advanced with. Advantage estimators read the tensors and
-the ids built by :meth:`AgentTurnBatch.group_ids`; they never see envs.
+index in the node and ``chosen`` marks the one the episode advanced with. :meth:`AgentTurnBatch.node_ids` numbers the
+nodes with AT-GRPO's group key (:func:`teamgym.algos.at_grpo_group_ids`). Advantage estimators read columns built
+from the batch (:mod:`teamgym.train.columns`); they never see envs.
 
 ``others_terms`` / ``others_rewards`` hold what a candidate's step gave the *other* agents (``plan_path``'s tool
 receives the team term on the planner's step): the trajectory columns credit it to the receiving agent's turns
@@ -20,13 +21,12 @@ from typing import Any
 
 import torch
 
+from teamgym.algos import at_grpo_group_ids
 from teamgym.algos import group_ids as build_group_ids
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["AgentTurnBatch", "NODE_KEYS", "OPTIONAL_COLUMNS"]
+__all__ = ["AgentTurnBatch", "OPTIONAL_COLUMNS"]
 
-#: The key columns of one tree node: AT-GRPO's (task, agent, turn) group, made exact per episode and env step.
-NODE_KEYS = ("episode_id", "agent", "turn", "step")
 #: Columns a row or a constructor may leave out (each row then holds an empty dict).
 OPTIONAL_COLUMNS = ("others_terms", "others_rewards")
 
@@ -134,8 +134,16 @@ class AgentTurnBatch:
             columns[f.name] = value[keep] if isinstance(value, torch.Tensor) else [value[i] for i in index]
         return type(self)(**columns)
 
-    def group_ids(self, keys: Sequence[str] = NODE_KEYS) -> torch.Tensor:
-        """Dense int64 group ids from key columns (default: one group per tree node)."""
+    def node_ids(self) -> torch.Tensor:
+        """Dense int64 ids of the tree nodes ``(N,)``: AT-GRPO's (task, agent, turn) group key, with the episode as
+        the task (one tree per episode, so a task drawn twice gives two trees) and the env step as the turn (an agent
+        that acts twice in a round gets two nodes)."""
+        if len(self) == 0:
+            return torch.zeros(0, dtype=torch.long)
+        return at_grpo_group_ids(self.episode_id, self.agent, self.step)
+
+    def group_ids(self, keys: Sequence[str]) -> torch.Tensor:
+        """Dense int64 group ids from key columns, e.g. ``("task_id", "anchor")``."""
         unknown = [k for k in keys if k not in {f.name for f in fields(self)}]
         if unknown:
             raise InvalidArgumentError(f"unknown key columns {unknown}: choose from {[f.name for f in fields(self)]}")

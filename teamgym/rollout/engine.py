@@ -1,10 +1,10 @@
-"""``RolloutEngine``: drive many envs with policies, AT-GRPO tree sampling, and emit an :class:`AgentTurnBatch`.
+"""``RolloutEngine``: drive many envs with samplers, AT-GRPO tree sampling, and emit an :class:`AgentTurnBatch`.
 
 One rollout plays one episode per task id given, all envs in lockstep. At every env step (one node of the sampling
 tree per episode):
 
 1. every active env snapshots its state and renders the acting agent's prompt;
-2. prompts are batched **per policy** (a shared model serves all roles in one call) and each gets ``k`` completions;
+2. prompts are batched **per sampler** (a shared model serves all roles in one call) and each gets ``k`` completions;
 3. for each env, the slot scores every candidate from the node state with :func:`teamgym.algos.tree_step`'s
    semantics (never from a sibling's state; :meth:`EnvSlot.expand` leaves out copies that would change nothing),
    picks one with the strategy's rule (AT-GRPO: greedy), and leaves the env in the chosen child's state, from which
@@ -14,16 +14,16 @@ tree per episode):
 
 Strategies (``TreeSampling.strategy``): ``"greedy"`` (AT-GRPO), ``"top_m"`` (stochastic advance among the m best),
 ``"adaptive"`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only where they disagree). Envs that
-use the sandbox can be stepped from a thread pool (``env_workers``; the sandbox's subprocesses release the GIL) or
-from Ray actors (``slots=RaySlots(...)``): envs live in :class:`~teamgym.rollout.slot.EnvSlot` objects that exchange
-only plain data with the engine.
+use the sandbox can be stepped from a thread pool (``LocalSlots(..., workers=N)``; the sandbox's subprocesses release
+the GIL) or from Ray actors (``RaySlots``): envs live in :class:`~teamgym.rollout.slot.EnvSlot` objects that exchange
+only plain data with the engine, and the engine is given the pool that holds them.
 
 **Waves** (``waves > 1``) overlap env time with generation. The episodes are split into that many waves, each played
 in lockstep as above; a background thread runs the waves' env work (steps, the sandbox, snapshots) while the calling
 thread generates for the next wave, so an env step waits only when its wave's completions are not ready yet. Every
-node still gets its ``k`` completions from one ``generate`` call per policy (the wave's), and the batch's rows come
-out in the lockstep order (step, then episode). Waves change which prompts share a ``generate`` call, so a sampling
-policy draws other samples; a policy that is a function of the prompt gives the same batch at any ``waves``.
+node still gets its ``k`` completions from one ``generate`` call per sampler (the wave's), and the batch's rows come
+out in the lockstep order (step, then episode). Waves change which prompts share a ``generate`` call, so a random
+sampler draws other samples; a sampler that is a function of the prompt gives the same batch at any ``waves``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -39,15 +39,14 @@ from typing import Any
 import numpy as np
 
 from teamgym.algos import AdaptiveK
-from teamgym.errors import InvalidArgumentError
+from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
 from teamgym.rollout.batch import AgentTurnBatch
-from teamgym.rollout.sampling import Completion, Policy, SamplingParams
-from teamgym.rollout.slot import LocalSlots, NodeView, Scored, SlotPool
+from teamgym.rollout.sampling import Completion, Sampler, SamplingParams
+from teamgym.rollout.slot import NodeView, Scored, SlotPool
 
 __all__ = ["ChatPrompt", "RolloutEngine", "RolloutResult", "TreeSampling", "default_prompt", "task_seed"]
 
 STRATEGIES = ("greedy", "top_m", "adaptive")
-PromptFormatter = Callable[[Any, str], str]
 
 
 def default_prompt(env: Any, agent: str) -> str:
@@ -84,15 +83,18 @@ class ChatPrompt:
 
 @dataclass(frozen=True)
 class TreeSampling:
-    """How each tree node is expanded.
+    """How each tree node is expanded (also the trainer's ``tree`` config section).
 
     Attributes:
         k: candidates per (agent, step) node (AT-GRPO: 4). ``k = 1`` is plain sampling (no tree).
-        strategy: ``"greedy"`` (advance the best, AT-GRPO), ``"top_m"`` or ``"adaptive"`` (see the module doc).
-        top_m: how many of the best candidates ``"top_m"`` samples among.
-        top_m_temperature: softmax temperature over their rewards (0 = greedy).
-        k0: ``"adaptive"``: candidates sampled first at each node.
-        k_max: ``"adaptive"``: most candidates one node may get by borrowing the budget banked by agreeing nodes.
+        strategy: tree advance rule: ``greedy`` (advance the best, AT-GRPO), ``top_m`` (stochastic advance among
+            the ``top_m`` best) or ``adaptive`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only
+            where they disagree, at most ``k_max``).
+        top_m: ``top_m`` strategy: how many of the best candidates it samples among.
+        top_m_temperature: ``top_m`` strategy: softmax temperature over their rewards (0 = greedy).
+        k0: ``adaptive`` strategy: candidates sampled first at each node.
+        k_max: ``adaptive`` strategy: most candidates one node may get by borrowing the budget banked by agreeing
+            nodes.
     """
 
     k: int = 4
@@ -103,15 +105,12 @@ class TreeSampling:
     k_max: int = 8
 
     def __post_init__(self) -> None:
-        if not isinstance(self.k, int) or self.k < 1:
-            raise InvalidArgumentError(f"k={self.k!r}: expected an int >= 1 candidates per node (AT-GRPO uses 4)")
-        if self.strategy not in STRATEGIES:
-            raise InvalidArgumentError(f"strategy={self.strategy!r}: expected one of {STRATEGIES}")
-        if self.strategy == "adaptive" and not 1 <= self.k0 <= self.k <= self.k_max:
-            raise InvalidArgumentError(
-                f"adaptive tree sampling needs 1 <= k0 <= k <= k_max, got k0={self.k0}, k={self.k}, "
-                f"k_max={self.k_max}: lower k0 or raise k_max"
-            )
+        for name in ("k", "top_m", "k0", "k_max"):
+            check_int(f"tree.{name}", getattr(self, name), 1)
+        check_choice("tree.strategy", self.strategy, STRATEGIES)
+        check_number("tree.top_m_temperature", self.top_m_temperature, low=0.0)
+        if self.strategy == "adaptive":
+            AdaptiveK(k=self.k, k0=self.k0, k_max=self.k_max)  # its own check: 1 <= k0 <= k <= k_max
 
 
 @dataclass
@@ -122,7 +121,7 @@ class RolloutResult:
         batch: one row per candidate.
         episodes: one summary per episode (the env's ``infos[agent]["episode"]`` plus ``episode_id``).
         completions: completions generated (the sampling budget spent).
-        generate_seconds: wall time inside ``policy.generate``.
+        generate_seconds: wall time inside ``sampler.generate``.
         env_seconds: time in env calls (reset, prompts, expansion with the sandbox, summaries). With ``waves > 1``
             most of it overlaps generation: ``total_seconds - generate_seconds`` is the time outside generation.
         total_seconds: wall time of the whole rollout.
@@ -144,37 +143,39 @@ class RolloutEngine:
     """Play episodes with tree sampling and collect agent-turns.
 
     Args:
-        env_fn: makes one env (an AEC env with ``snapshot``/``restore``, e.g. ``lambda: teamgym.make(id)``).
-        policies: the policy of each role; pass the same object for several roles to share one model (its prompts
+        slots: where the envs live: :class:`~teamgym.rollout.slot.LocalSlots` (in this process, optionally stepped
+            from a thread pool) or :class:`~teamgym.rollout.ray_backend.RaySlots` (Ray actors). The engine closes
+            them in :meth:`close`.
+        samplers: the sampler of each role; pass the same object for several roles to share one model (its prompts
             then go into one ``generate`` call).
         sampling: sampling settings for every ``generate`` call.
         tree: how nodes are expanded.
-        prompt_formatter: ``(env, agent) -> prompt text``; default: the env's observation.
-        env_workers: threads stepping envs in parallel (0 = in the calling thread); useful for sandbox envs.
         seed: seeds the strategy's own generator (``top_m``).
-        slots: where the envs live (default: :class:`LocalSlots` in this process; or Ray actors).
-        waves: how many waves the episodes are split into (1 = all in lockstep, one ``generate`` call per policy
+        waves: how many waves the episodes are split into (1 = all in lockstep, one ``generate`` call per sampler
             per step). With 2 or more, one wave's env work runs in a background thread while the next wave's
             prompts are generated (see the module doc): fewer prompts per call, env time hidden behind generation.
+
+    Example::
+
+        slots = LocalSlots(functools.partial(teamgym.make, "plan_path-v0"), default_prompt)
+        engine = RolloutEngine(slots, {"tool": policy, "planner": policy}, tree=TreeSampling(k=4))
     """
 
-    def __init__(self, env_fn: Callable[[], Any], policies: Mapping[str, Policy], *,
-                 sampling: SamplingParams | None = None, tree: TreeSampling | None = None,
-                 prompt_formatter: PromptFormatter = default_prompt, env_workers: int = 0, seed: int = 0,
-                 slots: SlotPool | None = None, waves: int = 1):
+    def __init__(self, slots: SlotPool, samplers: Mapping[str, Sampler], *, sampling: SamplingParams | None = None,
+                 tree: TreeSampling | None = None, seed: int = 0, waves: int = 1):
         if not isinstance(waves, int) or isinstance(waves, bool) or waves < 1:
             raise InvalidArgumentError(f"waves={waves!r}: expected an int >= 1 (1 = lockstep, 2 = overlap env "
                                        "steps with generation)")
         self.waves = waves
         self._env_thread = ThreadPoolExecutor(1, thread_name_prefix="teamgym-env") if waves > 1 else None
-        self.policies = dict(policies)
+        self.samplers = dict(samplers)
         self.sampling = sampling or SamplingParams()
         self.tree = tree or TreeSampling()
         self.rng = np.random.default_rng(seed)
         # Only the adaptive strategy reads it; clamped so that other strategies may use any k (k = 1 included).
         k = self.tree.k
         self.adaptive = AdaptiveK(k=k, k0=min(self.tree.k0, k), k_max=max(self.tree.k_max, k))
-        self.slots = slots if slots is not None else LocalSlots(env_fn, prompt_formatter, workers=env_workers)
+        self.slots = slots
 
     def close(self) -> None:
         """Close the envs (and the thread pool or actors holding them)."""
@@ -214,9 +215,9 @@ class RolloutEngine:
         self.slots.ensure(len(task_ids))
         agents = self._env_call(timing, "reset", [(i, (t, int(s))) for i, (t, s) in
                                                   enumerate(zip(task_ids, seeds, strict=True))])
-        unknown = sorted({a for names in agents for a in names} - set(self.policies))
+        unknown = sorted({a for names in agents for a in names} - set(self.samplers))
         if unknown:
-            raise InvalidArgumentError(f"no policy for agents {unknown}: pass policies={{agent: policy}} for each")
+            raise InvalidArgumentError(f"no sampler for agents {unknown}: pass samplers={{agent: sampler}} for each")
         # One draw per rollout; each node's strategy seed derives from it, the episode and the step, so the choice
         # does not depend on the order in which waves reach their nodes.
         base_seed = int(self.rng.integers(2**63))
@@ -317,15 +318,15 @@ class RolloutEngine:
 
     def _generate(self, nodes: Sequence[NodeView], n: int, sampling: SamplingParams,
                   timing: dict[str, float]) -> list[list[Completion]]:
-        """``n`` completions per node: one ``generate`` call per distinct policy object."""
-        by_policy: dict[int, list[int]] = {}
+        """``n`` completions per node: one ``generate`` call per distinct sampler object."""
+        by_sampler: dict[int, list[int]] = {}
         for j, node in enumerate(nodes):
-            by_policy.setdefault(id(self.policies[node.agent]), []).append(j)
+            by_sampler.setdefault(id(self.samplers[node.agent]), []).append(j)
         out: list[list[Completion]] = [[] for _ in nodes]
-        for members in by_policy.values():
-            policy = self.policies[nodes[members[0]].agent]
+        for members in by_sampler.values():
+            sampler = self.samplers[nodes[members[0]].agent]
             tic = time.perf_counter()
-            groups = policy.generate([nodes[j].prompt for j in members], n, sampling)
+            groups = sampler.generate([nodes[j].prompt for j in members], n, sampling)
             timing["generate"] += time.perf_counter() - tic
             timing["completions"] += n * len(members)
             for j, group in zip(members, groups, strict=True):

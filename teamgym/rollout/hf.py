@@ -1,9 +1,11 @@
-"""``HFPolicy``: a ``transformers`` causal LM behind the :class:`~teamgym.rollout.sampling.Policy` protocol.
+"""``HFPolicy``: a ``transformers`` causal LM a trainable policy that is also a
+:class:`~teamgym.rollout.sampling.Sampler`.
 
 Sampling is a plain KV-cached loop (left-padded batch, explicit position ids) rather than ``model.generate`` so that
 the recorded logprobs are exactly ``log_softmax(logits / temperature)`` of the sampled tokens, the quantity
 :meth:`HFPolicy.score` recomputes with gradients for the PPO ratio (TRL and verl score with the same tempered
-logits). Randomness comes from the policy's own ``torch.Generator`` (saved in checkpoints), never the global RNG.
+logits). Randomness comes from the policy's own ``torch.Generator``, ``rng`` (saved in checkpoints), never the global
+RNG.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class HFPolicy:
         model: a causal LM (``GPT2LMHeadModel``, ``Qwen2ForCausalLM``, a peft model...).
         tokenizer: its tokenizer; needs an ``eos_token_id`` (used as pad when there is no pad token).
         device: where the model runs (``"cpu"``, ``"cuda"``).
-        seed: seed of the policy's sampling generator.
+        seed: seed of the policy's sampling RNG (``rng``, saved in checkpoints).
         max_prompt_tokens: prompts longer than this keep their last ``max_prompt_tokens`` tokens.
         name: a label used in logs and checkpoints.
     """
@@ -41,19 +43,19 @@ class HFPolicy:
         self.max_prompt_tokens = max_prompt_tokens
         self.name = name
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(seed)
+        self.rng = torch.Generator(device=self.device)
+        self.rng.manual_seed(seed)
 
     @classmethod
     def tiny(cls, *, seed: int = 0, n_layer: int = 2, n_embd: int = 64, n_head: int = 2, n_positions: int = 512,
-             name: str = "policy") -> HFPolicy:
+             device: str = "cpu", name: str = "policy") -> HFPolicy:
         """The CPU default: :func:`~teamgym.rollout.tiny.tiny_gpt2` with a character tokenizer, no download."""
         from teamgym.rollout.tiny import char_tokenizer, tiny_gpt2
 
         tokenizer = char_tokenizer()
         model = tiny_gpt2(len(tokenizer), n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_positions=n_positions,
                           seed=seed)
-        return cls(model, tokenizer, seed=seed, max_prompt_tokens=n_positions // 2, name=name)
+        return cls(model, tokenizer, device=device, seed=seed, max_prompt_tokens=n_positions // 2, name=name)
 
     @classmethod
     def from_pretrained(cls, path: str, *, device: str = "cpu", dtype: str = "auto", lora_rank: int = 0,
@@ -89,7 +91,7 @@ class HFPolicy:
         if not prompts:
             return []
         if sampling.seed is not None:
-            self.generator.manual_seed(sampling.seed)
+            self.rng.manual_seed(sampling.seed)
         prompt_ids = self.encode(prompts)
         rows = [p for p in prompt_ids for _ in range(n)]
         tokens, logprobs, finish = self._sample(rows, sampling)
@@ -154,7 +156,7 @@ class HFPolicy:
             sorted_p, order = probs.sort(dim=-1, descending=True)
             keep = sorted_p.cumsum(-1) - sorted_p < sampling.top_p
             probs = torch.zeros_like(probs).scatter(1, order, sorted_p * keep)
-        chosen = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
+        chosen = torch.multinomial(probs, 1, generator=self.rng).squeeze(1)
         return chosen, logp.gather(1, chosen[:, None]).squeeze(1)
 
     def _stop_tokens(self, stop: Sequence[str]) -> tuple[set[int], tuple[str, ...]]:
@@ -203,10 +205,10 @@ class HFPolicy:
 
     # ------------------------------------------------------------------ state
     def rng_state(self) -> torch.Tensor:
-        return self.generator.get_state()
+        return self.rng.get_state()
 
     def set_rng_state(self, state: torch.Tensor) -> None:
-        self.generator.set_state(state)
+        self.rng.set_state(state)
 
 
 def _left_pad(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -2,15 +2,15 @@
 
 Each actor holds one :class:`~teamgym.rollout.slot.EnvSlot`; the engine calls slot methods on all active actors at
 once and waits for the results, so env steps and sandbox runs of different episodes proceed in parallel on whatever
-nodes the Ray cluster has. Generation stays with the engine's policies: on GPU, pass a
-:class:`~teamgym.rollout.vllm.VLLMPolicy` (one vLLM engine in process) or a
-:class:`~teamgym.rollout.ray_vllm.RayVLLMPolicy` (several vLLM engines as Ray actors, prompts sharded across them,
+nodes the Ray cluster has. Generation stays with the engine's samplers: on GPU, pass a
+:class:`~teamgym.rollout.vllm.VLLMSampler` (one vLLM engine in process) or a
+:class:`~teamgym.rollout.ray_vllm.RayVLLMSampler` (several vLLM engines as Ray actors, prompts sharded across them,
 as OpenRLHF does). Only plain data crosses the actor boundary.
 
 >>> import ray, teamgym                                                                        # doctest: +SKIP
 >>> ray.init()                                                                                 # doctest: +SKIP
 >>> slots = RaySlots(partial(teamgym.make, "plan_path-v0", size=4), plan_path_prompt)          # doctest: +SKIP
->>> engine = RolloutEngine(None, policies, slots=slots)                                        # doctest: +SKIP
+>>> engine = RolloutEngine(slots, samplers)                                                     # doctest: +SKIP
 """
 
 from __future__ import annotations

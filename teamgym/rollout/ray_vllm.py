@@ -1,15 +1,15 @@
-"""``RayVLLMPolicy``: several vLLM engines as Ray actors, prompts sharded across them, weights sent to all of them.
+"""``RayVLLMSampler``: several vLLM engines as Ray actors, prompts sharded across them, weights sent to all of them.
 
 The layout OpenRLHF and verl use for rollouts past one GPU: each engine is a Ray actor that holds ``num_gpus`` GPUs
-(its tensor parallel size) and wraps one :class:`~teamgym.rollout.vllm.VLLMPolicy`, so the request and response
-conversion, the logprob checks and the in-place weight loading are those of the one-engine policy.
+(its tensor parallel size) and wraps one :class:`~teamgym.rollout.vllm.VLLMSampler`, so the request and response
+conversion, the logprob checks and the in-place weight loading are those of the one-engine sampler.
 
 - **Sharding.** ``generate(prompts, n, sampling)`` splits the prompts into ``num_engines`` contiguous shards whose
   sizes differ by at most one (neighbouring prompts, often from the same env, keep sharing a prefix cache), sends
   every shard at once, and concatenates the answers in prompt order. Engines that would get no prompt are not called.
 - **Weights.** ``sync_weights(model)`` copies the trainer's weights to CPU once (peft adapters merged, as
   :func:`~teamgym.rollout.vllm.trainer_weights`), puts them in Ray's object store once, and every actor loads that one
-  object through ``VLLMPolicy.load_weights`` (which also drops the stale prefix cache). This is simple, and costs a
+  object through ``VLLMSampler.load_weights`` (which also drops the stale prefix cache). This is simple, and costs a
   host copy of the model per update: fine for models that fit in host memory several times over; OpenRLHF and verl
   broadcast over NCCL instead, which this module does not do.
 - **Determinism.** Engine ``i`` is seeded ``seed + i`` (by :class:`VLLMEngineSpec`), so no two engines draw the same
@@ -23,14 +23,14 @@ conversion, the logprob checks and the in-place weight loading are those of the 
   free, and a tensor parallel engine runs its workers as processes inside its actor (``mp`` executor), so
   ``tensor_parallel_size`` must fit on one node.
 
-The engine is built inside its actor by an injected picklable factory ``(engine_index) -> VLLMPolicy``
+The engine is built inside its actor by an injected picklable factory ``(engine_index) -> VLLMSampler``
 (:class:`VLLMEngineSpec` for a real vLLM engine), so CPU tests run real Ray actors around a fake engine.
 
 >>> import ray                                                                                 # doctest: +SKIP
 >>> ray.init()                                                                                 # doctest: +SKIP
->>> policy = RayVLLMPolicy.from_model("/models/Qwen2.5-1.5B-Instruct", num_engines=4)           # doctest: +SKIP
->>> groups = policy.generate(prompts, 4, SamplingParams(max_tokens=512))                       # doctest: +SKIP
->>> policy.sync_weights(trained_model)                                                         # doctest: +SKIP
+>>> sampler = RayVLLMSampler.from_model("/models/Qwen2.5-1.5B-Instruct", num_engines=4)           # doctest: +SKIP
+>>> groups = sampler.generate(prompts, 4, SamplingParams(max_tokens=512))                       # doctest: +SKIP
+>>> sampler.sync_weights(trained_model)                                                         # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ from typing import Any
 from teamgym.errors import InvalidArgumentError
 from teamgym.rollout.ray_backend import _ray
 from teamgym.rollout.sampling import Completion, SamplingParams
-from teamgym.rollout.vllm import VLLMPolicy, trainer_weights
+from teamgym.rollout.vllm import VLLMSampler, trainer_weights
 
-__all__ = ["RayVLLMPolicy", "VLLMEngineSpec", "shard_sizes"]
+__all__ = ["RayVLLMSampler", "VLLMEngineSpec", "shard_sizes"]
 
 
 @dataclass(frozen=True)
 class VLLMEngineSpec:
-    """Builds engine ``i``'s :class:`~teamgym.rollout.vllm.VLLMPolicy` inside its Ray actor (picklable).
+    """Builds engine ``i``'s :class:`~teamgym.rollout.vllm.VLLMSampler` inside its Ray actor (picklable).
 
     Attributes:
         model: local path of the checkpoint every engine loads.
@@ -70,7 +70,7 @@ class VLLMEngineSpec:
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def llm_kwargs(self, engine_index: int) -> dict[str, Any]:
-        """The keywords of :meth:`VLLMPolicy.from_model` for engine ``engine_index``."""
+        """The keywords of :meth:`VLLMSampler.from_model` for engine ``engine_index``."""
         kwargs: dict[str, Any] = dict(
             gpu_memory_utilization=self.gpu_memory_utilization, max_model_len=self.max_model_len, dtype=self.dtype,
             seed=self.seed + engine_index, tensor_parallel_size=self.tensor_parallel_size,
@@ -79,28 +79,28 @@ class VLLMEngineSpec:
             kwargs["distributed_executor_backend"] = "mp"  # workers on the GPUs Ray gave this actor
         return {**kwargs, **self.engine_kwargs}
 
-    def __call__(self, engine_index: int) -> VLLMPolicy:
-        return VLLMPolicy.from_model(self.model, **self.llm_kwargs(engine_index))
+    def __call__(self, engine_index: int) -> VLLMSampler:
+        return VLLMSampler.from_model(self.model, **self.llm_kwargs(engine_index))
 
 
 class _EngineActor:
     """One engine inside a Ray actor; only prompts, completions and weights cross the actor boundary."""
 
-    def __init__(self, engine_factory: Callable[[int], VLLMPolicy], engine_index: int):
-        self.policy = engine_factory(engine_index)
+    def __init__(self, engine_factory: Callable[[int], VLLMSampler], engine_index: int):
+        self.sampler = engine_factory(engine_index)
 
     def generate(self, prompts: list[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
-        return self.policy.generate(prompts, n, sampling)
+        return self.sampler.generate(prompts, n, sampling)
 
     def load_weights(self, weights: list[tuple[str, Any]]) -> int:
-        return self.policy.load_weights(weights)
+        return self.sampler.load_weights(weights)
 
 
-class RayVLLMPolicy:
+class RayVLLMSampler:
     """Sample with ``num_engines`` vLLM engines, one Ray actor each (see the module docstring).
 
     Args:
-        engine_factory: ``(engine_index) -> VLLMPolicy``, called inside each actor; must be picklable (a
+        engine_factory: ``(engine_index) -> VLLMSampler``, called inside each actor; must be picklable (a
             :class:`VLLMEngineSpec`, a module-level function or a ``partial``).
         num_engines: engine actors to start.
         num_gpus: Ray GPUs each actor holds: the engine's tensor parallel size, or a fraction of one GPU to let
@@ -110,7 +110,7 @@ class RayVLLMPolicy:
         name: a label used in logs.
     """
 
-    def __init__(self, engine_factory: Callable[[int], VLLMPolicy], *, num_engines: int = 1, num_gpus: float = 1,
+    def __init__(self, engine_factory: Callable[[int], VLLMSampler], *, num_engines: int = 1, num_gpus: float = 1,
                  actor_options: dict[str, Any] | None = None, name: str = "vllm"):
         if isinstance(num_engines, bool) or not isinstance(num_engines, int) or num_engines < 1:
             raise InvalidArgumentError(f"num_engines={num_engines!r}: expected an int >= 1 vLLM engine actors")
@@ -126,7 +126,7 @@ class RayVLLMPolicy:
             )
         if not callable(engine_factory):
             raise InvalidArgumentError(
-                f"engine_factory={engine_factory!r}: expected a picklable callable (engine_index) -> VLLMPolicy, "
+                f"engine_factory={engine_factory!r}: expected a picklable callable (engine_index) -> VLLMSampler, "
                 "e.g. VLLMEngineSpec(model=<local checkpoint dir>)"
             )
         ray = _ray()
@@ -142,7 +142,7 @@ class RayVLLMPolicy:
     def from_model(cls, model: str, *, num_engines: int = 1, tensor_parallel_size: int = 1,
                    num_gpus: float | None = None, gpu_memory_utilization: float = 0.5,
                    max_model_len: int | None = None, dtype: str = "auto", seed: int = 0, name: str = "vllm",
-                   actor_options: dict[str, Any] | None = None, **engine_kwargs: Any) -> RayVLLMPolicy:
+                   actor_options: dict[str, Any] | None = None, **engine_kwargs: Any) -> RayVLLMSampler:
         """Start ``num_engines`` vLLM engines on a local checkpoint (``num_gpus`` defaults to the TP size)."""
         if isinstance(tensor_parallel_size, bool) or not isinstance(tensor_parallel_size, int) \
                 or tensor_parallel_size < 1:
@@ -186,7 +186,7 @@ class RayVLLMPolicy:
         return len(weights)
 
     def close(self) -> None:
-        """Kill the engine actors (asynchronously: Ray frees their GPUs once they have exited); the policy cannot
+        """Kill the engine actors (asynchronously: Ray frees their GPUs once they have exited); the sampler cannot
         generate afterwards."""
         for actor in self.actors:
             self._ray.kill(actor)
@@ -194,7 +194,7 @@ class RayVLLMPolicy:
 
     def _check_open(self) -> None:
         if not self.actors:
-            raise InvalidArgumentError(f"RayVLLMPolicy {self.name!r} is closed: build a new one to generate")
+            raise InvalidArgumentError(f"RayVLLMSampler {self.name!r} is closed: build a new one to generate")
 
 
 def shard_sizes(total: int, parts: int) -> list[int]:

@@ -1,9 +1,9 @@
-"""The policy protocol every generator implements, and the sampling settings and completions it speaks in.
+"""The ``Sampler`` protocol (``generate``), and the sampling settings and completions it speaks in.
 
-A policy turns prompts into completions that carry what RL needs: the token ids of prompt and completion and the
+A sampler turns prompts into completions that carry what RL needs: the token ids of prompt and completion and the
 log-probability of each sampled token under the sampling distribution. ``SamplingParams`` follows the names of
 vLLM's ``SamplingParams`` (``n``, ``temperature``, ``top_p``, ``max_tokens``, ``stop``, ``seed``) so that the vLLM
-policy passes them through unchanged.
+sampler passes them through unchanged.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["SamplingParams", "Completion", "Policy"]
+__all__ = ["SamplingParams", "Completion", "Sampler"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class SamplingParams:
         top_p: nucleus sampling mass; 1.0 disables it.
         max_tokens: the most tokens one completion may have.
         stop: strings that end a completion (the stop string is kept in the text, as vLLM's ``include_stop_str``).
-        seed: when set, sampling is reproducible for the same prompts (the HF policy seeds its own generator).
+        seed: when set, sampling is reproducible for the same prompts (the HF policy reseeds its own RNG).
     """
 
     temperature: float = 1.0
@@ -53,7 +53,7 @@ class Completion:
 
     Attributes:
         text: the decoded completion (special tokens removed).
-        prompt_ids: the prompt's token ids as the policy saw them.
+        prompt_ids: the prompt's token ids as the sampler saw them.
         token_ids: the completion's token ids (including a final end-of-sequence token if one was sampled).
         logprobs: one log-probability per completion token under the sampling distribution.
         finish_reason: ``"stop"`` (end token or stop string) or ``"length"`` (``max_tokens`` reached).
@@ -67,8 +67,9 @@ class Completion:
 
 
 @runtime_checkable
-class Policy(Protocol):
-    """Anything that samples ``n`` completions for each prompt.
+class Sampler(Protocol):
+    """Anything that samples ``n`` completions for each prompt: the trained :class:`~teamgym.rollout.hf.HFPolicy`
+    itself, a vLLM engine (:class:`~teamgym.rollout.vllm.VLLMSampler`) or a scripted fake.
 
     ``generate(prompts, n, sampling)`` returns one list of ``n`` completions per prompt, in prompt order.
     """

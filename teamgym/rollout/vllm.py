@@ -1,4 +1,4 @@
-"""``VLLMPolicy``: batched generation with vLLM (GPU, or its CPU build), weights synced in place after each update.
+"""``VLLMSampler``: batched generation with vLLM (GPU, or its CPU build), weights synced in place after each update.
 
 vLLM does the batching, ``n > 1`` (one prefill shared by the n samples) and prefix caching (on by default in recent
 versions; we ask for it explicitly). After each optimizer step the trainer's weights are loaded into the engine's
@@ -10,7 +10,7 @@ tensor parallel engine, whose workers are other processes, loads them through ``
 several engines as Ray actors, see :mod:`teamgym.rollout.ray_vllm`.
 
 Trap: vLLM V1 returns logprobs of the *raw* logits by default; for a PPO ratio against tempered training logprobs
-create the engine with ``logprobs_mode="processed_logprobs"`` (done by :meth:`VLLMPolicy.from_model`).
+create the engine with ``logprobs_mode="processed_logprobs"`` (done by :meth:`VLLMSampler.from_model`).
 
 The engine object is injected, so the default tests run this class against a fake that follows vLLM's API; the tests
 marked ``vllm`` run it against a real engine (vLLM's CPU build: ``scripts/test_vllm_cpu.sh``).
@@ -25,10 +25,10 @@ from typing import Any
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.rollout.sampling import Completion, SamplingParams
 
-__all__ = ["VLLMPolicy", "trainer_weights"]
+__all__ = ["VLLMSampler", "trainer_weights"]
 
 
-class VLLMPolicy:
+class VLLMSampler:
     """Sample with a ``vllm.LLM`` engine.
 
     Args:
@@ -46,7 +46,7 @@ class VLLMPolicy:
 
     @classmethod
     def from_model(cls, model: str, *, gpu_memory_utilization: float = 0.5, max_model_len: int | None = None,
-                   dtype: str = "auto", seed: int = 0, **engine_kwargs: Any) -> VLLMPolicy:
+                   dtype: str = "auto", seed: int = 0, **engine_kwargs: Any) -> VLLMSampler:
         """Start a vLLM engine on a local model path (prefix caching on, processed logprobs).
 
         ``max_model_len`` defaults to the model's context length and ``dtype`` to vLLM's choice (which samples a
@@ -169,5 +169,5 @@ def _vllm() -> Any:
     try:
         import vllm
     except ImportError:
-        raise DependencyNotInstalled("vllm", "vllm", "the vLLM policy (GPU)") from None
+        raise DependencyNotInstalled("vllm", "vllm", "the vLLM sampler (GPU)") from None
     return vllm

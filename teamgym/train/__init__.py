@@ -1,15 +1,18 @@
-"""Training: the config, the trainer, checkpoints, metrics and the ``teamgym train`` command.
+"""Training: the config, the trainer, estimators, checkpoints, metrics and the ``teamgym train`` command.
 
 >>> from teamgym.train import TrainConfig
 >>> TrainConfig().algo
 'at_grpo'
+>>> TrainConfig.from_dict({"tree.k": 2, "ppo": {"lr": 1e-3}}).tree.k
+2
 """
 
 from __future__ import annotations
 
-from teamgym.train.config import TrainConfig
+from teamgym.train.config import SamplingConfig, TrainConfig
+from teamgym.train.update import PPOConfig
 
-__all__ = ["TrainConfig", "Trainer", "train"]
+__all__ = ["PPOConfig", "SamplingConfig", "TrainConfig", "Trainer", "train"]
 
 
 def __getattr__(name: str):

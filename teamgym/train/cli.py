@@ -1,8 +1,15 @@
 """``teamgym train``: the command line of the trainer (also ``python -m teamgym.train``).
 
-Settings come from, in increasing precedence: the defaults (the embedded main job), the run's saved
-``config.json`` when resuming, ``--config FILE`` (JSON), ``--set FIELD=VALUE`` (any field, JSON values), then the
-named flags. At the end it prints held-out success before training, after the SFT warm start, and after RL.
+The flags are generated from :class:`~teamgym.train.config.TrainConfig`'s documented fields: one per field path, its
+``.`` and ``_`` written ``-`` (``--steps``, ``--tree-k``, ``--ppo-lr``, ``--vllm-engines``), its help the field's
+documentation. The flat names of earlier versions work as aliases (``--k``, ``--strategy``, ``--lr``,
+``--temperature``, ``--generator``...; :data:`~teamgym.train.config.LEGACY_NAMES`), as do ``--env`` for ``--env-id``
+and ``--no-progress`` for ``--no-progress-bar``. Booleans take ``--x`` / ``--no-x``; dicts, tuples and fields of
+several types take JSON (a value that is not JSON is taken as a string).
+
+Settings come from, in increasing precedence: the defaults (the embedded main job), the run's saved ``config.json``
+when resuming, ``--config FILE`` (JSON), ``--set PATH=VALUE`` (any field path or legacy name, JSON values), then the
+flags. At the end it prints held-out success before training, after the SFT warm start, and after RL.
 """
 
 from __future__ import annotations
@@ -11,90 +18,87 @@ import argparse
 import json
 import logging
 import sys
-from dataclasses import fields
+import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from teamgym.errors import TeamGymError
+from teamgym.errors import InvalidArgumentError, TeamGymError
+from teamgym.train.config import LEGACY_NAMES, SECTIONS, TrainConfig, field_docs, field_paths, normalize_paths
 
-__all__ = ["add_arguments", "run", "config_from_args", "main"]
+__all__ = ["add_arguments", "config_from_args", "flag_of", "main", "run"]
 
-#: Named flags: (flag, config field, type, help).
-FLAGS: tuple[tuple[str, str, Any, str], ...] = (
-    ("--env", "env_id", str, "env id (default plan_path-v0, the embedded main job)"),
-    ("--algo", "algo", str, "advantage estimator by name (default at_grpo; also gigpo, team_gigpo, treerl, spo, "
-                            "spo_per_agent, ...: see docs/training.md, Estimators)"),
-    ("--rollout", "rollout", str, "auto (the algo's) | tree | trajectory"),
-    ("--steps", "steps", int, "RL steps"),
-    ("--output-dir", "output_dir", str, "run directory (metrics.jsonl, checkpoints, plot, summary.json)"),
-    ("--seed", "seed", int, "seed of the model init, sampling and task draws"),
-    ("--tasks-per-step", "tasks_per_step", int, "episodes per RL step"),
-    ("--k", "k", int, "candidates per tree node (AT-GRPO: 4)"),
-    ("--group-size", "group_size", int, "trajectory rollouts: episodes per task (GiGPO's G)"),
-    ("--strategy", "strategy", str, "tree advance: greedy | top_m | adaptive"),
-    ("--sft-steps", "sft_steps", int, "warm-start SFT steps on scripted demonstrations (0 = none)"),
-    ("--eval-tasks", "eval_tasks", int, "held-out tasks for the before/after evaluation"),
-    ("--eval-every", "eval_every", int, "also evaluate every N steps (0 = before/after only)"),
-    ("--checkpoint-every", "checkpoint_every", int, "checkpoint every N steps"),
-    ("--lr", "lr", float, "RL learning rate"),
-    ("--model", "model", str, "'tiny' (built in code) or a local transformers checkpoint dir"),
-    ("--device", "device", str, "cpu or cuda"),
-    ("--env-workers", "env_workers", int, "threads stepping envs in parallel"),
-    ("--rollout-waves", "rollout_waves", int, "waves per rollout (2+: env work overlaps generation)"),
-)
+#: Flags kept from before the flags were generated, beyond the legacy config names: field path -> alias names.
+FLAG_ALIASES = {"env_id": ("env",), "progress_bar": ("progress",)}
+
+
+def flag_of(name: str) -> str:
+    """The flag of a field path or legacy name: ``tree.k`` -> ``--tree-k``."""
+    return "--" + name.replace(".", "-").replace("_", "-")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the ``train`` options on ``parser``."""
-    for flag, name, kind, text in FLAGS:
-        parser.add_argument(flag, dest=name, type=kind, default=None, help=text)
+    """Declare the ``train`` options on ``parser``: one flag per config field (see the module docstring)."""
+    docs, types = field_docs(), _field_types()
+    aliases: dict[str, list[str]] = {}
+    for legacy, path in [*LEGACY_NAMES.items(), *((a, p) for p, names in FLAG_ALIASES.items() for a in names)]:
+        aliases.setdefault(path, []).append(legacy)
+    for path, item in field_paths().items():
+        flags = list(dict.fromkeys([flag_of(path), *(flag_of(name) for name in aliases.get(path, ()))]))
+        default = item.default_factory() if callable(item.default_factory) else item.default
+        text = f"{docs[path]} [default: {json.dumps(default, default=str)}]".replace("%", "%%")
+        kind = types[path]
+        if kind is bool:
+            parser.add_argument(*flags, dest=path, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
+                                help=text)
+        else:  # not given: no attribute (None is a value some fields take)
+            parser.add_argument(*flags, dest=path, type=kind, default=argparse.SUPPRESS,
+                                metavar=path.split(".")[-1].upper(), help=text)
     parser.add_argument("--resume", action="store_true", help="continue from the newest valid checkpoint")
     parser.add_argument("--config", dest="config_file", default=None, metavar="FILE",
                         help="JSON file of config fields (see docs/training.md)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                        help="set any config field (VALUE parsed as JSON, else taken as a string); repeatable")
-    parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
-    parser.add_argument("--no-plot", action="store_true", help="no learning-curve PNG")
-    parser.add_argument("--tensorboard", action="store_true", help="also log to TensorBoard")
-    parser.add_argument("--wandb", action="store_true", help="also log to Weights & Biases")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                        help="set any config field by path (tree.k) or earlier flat name (k); VALUE parsed as JSON, "
+                             "else taken as a string; repeatable")
 
 
-def config_from_args(args: argparse.Namespace) -> Any:
+def _field_types() -> dict[str, Callable[[str], Any]]:
+    """Field path -> how its flag parses a value: ``int``, ``float``, ``str``, ``bool`` (a switch) or JSON."""
+    hints = {"": typing.get_type_hints(TrainConfig)}
+    hints.update({name: typing.get_type_hints(section) for name, section in SECTIONS.items()})
+    out: dict[str, Callable[[str], Any]] = {}
+    for path in field_paths():
+        section, _, name = path.rpartition(".")
+        hint = hints[section][name]
+        out[path] = hint if hint in (int, float, str, bool) else _json_value
+    return out
+
+
+def _json_value(raw: str) -> Any:
+    """``raw`` as JSON, or as the string itself when it is not JSON."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` the arguments describe (see the module docstring for precedence)."""
-    from teamgym.train.config import TrainConfig
-
+    paths = field_paths()
     values: dict[str, Any] = {}
-    output_dir = args.output_dir or TrainConfig.output_dir
-    saved = Path(output_dir) / "config.json"
+    saved = Path(vars(args).get("output_dir", TrainConfig.output_dir)) / "config.json"
     if args.resume and saved.exists():
-        values.update(json.loads(saved.read_text(encoding="utf-8")))
+        values.update(normalize_paths(json.loads(saved.read_text(encoding="utf-8"))))
     if args.config_file:
-        values.update(TrainConfig.from_file(args.config_file).to_dict())
-    known = {f.name for f in fields(TrainConfig)}
+        values.update(normalize_paths(TrainConfig.from_file(args.config_file).to_dict()))
+    overrides: dict[str, Any] = {}
     for item in args.overrides:
         name, sep, raw = item.partition("=")
-        if not sep or name not in known:
-            from teamgym.errors import InvalidArgumentError, closest_names
-
-            raise InvalidArgumentError(
-                f"--set {item!r}: expected FIELD=VALUE with a config field name; closest: "
-                f"{closest_names(name, known) or sorted(known)}"
-            )
-        try:
-            values[name] = json.loads(raw)
-        except json.JSONDecodeError:
-            values[name] = raw
-    for _, name, _, _ in FLAGS:
-        if getattr(args, name) is not None:
-            values[name] = getattr(args, name)
-    if args.no_progress:
-        values["progress_bar"] = False
-    if args.no_plot:
-        values["plot"] = False
-    if args.tensorboard:
-        values["tensorboard"] = True
-    if args.wandb:
-        values["wandb"] = True
+        if not sep:
+            raise InvalidArgumentError(f"--set {item!r}: expected PATH=VALUE with a config field path, e.g. tree.k=2")
+        overrides[name] = _json_value(raw)
+    values.update(normalize_paths(overrides))  # together: a legacy alpha_mixer=static reads the alpha beside it
+    values.update({path: getattr(args, path) for path in paths if hasattr(args, path)})
     return TrainConfig.from_dict(values)
 
 
@@ -133,7 +137,8 @@ def _report(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m teamgym.train", description="Train a team of LLM agents.")
+def main(argv: list[str] | None = None, *, prog: str = "python -m teamgym.train") -> int:
+    """Parse ``argv`` (default: the process's arguments) and run; returns the exit status."""
+    parser = argparse.ArgumentParser(prog=prog, description="Train a team of LLM agents (docs/training.md).")
     add_arguments(parser)
     return run(parser.parse_args(argv))

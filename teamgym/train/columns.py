@@ -1,38 +1,58 @@
-"""Estimator inputs built from an :class:`AgentTurnBatch`: trajectory columns (GiGPO) and the sampling forest (TreeRL).
+"""The columns advantage estimators read, each defined once, and the one function that builds them from a batch.
 
-**Trajectory columns** (a *trajectory rollout*: each task played ``group_size`` times from the same env seed, one
-candidate per node, so every row lies on its episode's path):
+An estimator (:mod:`teamgym.train.estimators`) declares the columns it reads by name; :func:`batch_columns` builds
+those columns, and only those, from an :class:`~teamgym.rollout.batch.AgentTurnBatch` for the rollout that produced
+it. Names say what a column holds; ``*_ids`` columns are dense int64 ids (equal exactly where the keys are equal).
 
-=====================  ================================================================================================
-column                 built as
-=====================  ================================================================================================
-``group_ids``          the task: the trajectories of one task form the prompt group (a task drawn twice in one step
-                       gives one larger group: same task, same seed, exchangeable trajectories)
-``trajectory_ids``     the episode
-``agent_ids``          the acting role
-``anchor_ids``         (task, anchor): rows of one task whose agent acted on an identical observation
-``step_returns``       ``G_t = r_t + gamma * G_{t+1}`` along the episode's rows in step order (GiGPO, gamma 0.95);
-                       per agent (``per_agent``): along that agent's own rows only, the next own turn one gamma away,
-                       ``r_t`` its credited reward (below)
-``episode_returns``    the undiscounted sum of the episode's rewards (GiGPO's episode return, verl-agent sums the
-                       step rewards); per agent: everything that agent received in the episode
-=====================  ================================================================================================
+==========================  ===========  ===========================================================================
+column                      rollouts     what it holds, ``(N,)`` unless said
+==========================  ===========  ===========================================================================
+``rewards``                 both         the row's mixed reward ``alpha * team + local`` on its own step
+``node_ids``                both         the tree node: AT-GRPO's (task, agent, turn) key as the engine realises it
+                                         (:meth:`~teamgym.rollout.batch.AgentTurnBatch.node_ids`): the K candidates
+                                         sampled from one env state
+``episode_ids``             both         the row's episode (a trajectory)
+``task_ids``                both         the row's env task (a trajectory rollout's group: every repeat of a task)
+``agent_ids``               both         the acting role
+``anchor_ids``              both         (task, anchor): rows of one task whose agent acted on an identical
+                                         observation
+``steps``                   both         the env step within the episode (int64, not dense)
+``turns``                   both         the round within the episode (int64, not dense)
+``success``                 both         the episode's success along its chosen path (bool)
+``task_keys``               both         the env's task ids as hashable values (a list): keys that recur across
+                                         batches, for stateful estimators
+``agent_names``             both         the acting role's name (a list)
+``episode_returns``         trajectory   team level: the undiscounted sum of everything the episode paid
+``step_returns``            trajectory   team level: ``G_t = r_t + gamma * G_{t+1}`` along the episode's rows in
+                                         step order (GiGPO, gamma 0.95)
+``agent_episode_returns``   trajectory   per agent: everything the row's agent received in the episode
+``agent_step_returns``      trajectory   per agent: ``G_t`` along that agent's own rows, the next own turn one
+                                         gamma away
+``tree_parents``            tree         the sampling forest, ``(N + E,)``: each row's parent, then one virtual root
+                                         per episode (parent -1)
+``tree_leaf_rewards``       tree         ``(N + E,)``: each node's path return (roots hold 0)
+==========================  ===========  ===========================================================================
+
+A *trajectory rollout* plays each task ``group_size`` times from the same env seed with one candidate per node, so
+every row lies on its episode's path (:func:`check_trajectory_batch`); a *tree rollout* samples K candidates per
+node and advances with one. Returns and the forest need one or the other; every other column exists in both.
 
 **Which rewards.** An env may pay an agent on *another* agent's step (``plan_path``'s tool gets the team term on the
 planner's step; ``discussion`` pays every agent on the round's last step); the batch keeps those payments in
 ``others_rewards`` (after the trainer's alpha mixer, each with the receiving agent's alpha).
 
-* Team level (``per_agent=False``, ``gigpo``): ``r_t`` is everything step t paid, to every agent: the row's reward
-  plus its ``others_rewards``. The team's return is then the sum of the agents' returns (the env's episode summary
-  ``returns``, summed), whichever agent's step a term arrives on; a term paid to each of N agents counts N times, as
-  each agent is paid it. This is GiGPO's ``r_t`` (ALGORITHMS.md) for the team seen as one decision maker whose reward
-  is the sum of its members'. Counting only the acting agent's reward would drop whatever an env pays non-acting
-  agents (``discussion``'s persuasion credit) and make the objective depend on which step an env books a term on.
-* Per agent (``per_agent=True``, ``team_gigpo``): agent a's reward at its own turn is what it received at that step
-  plus everything it received on other agents' steps after that turn and before its next own turn: credit goes to
-  its most recent own action. What it receives before its first own turn goes to its first turn. An agent with no
-  row in the episode (its rows dropped for infrastructure errors, or it never acted) has no turn to credit: its
-  payments are left out of its (absent) returns, though still in the team return.
+* Team level (``episode_returns`` / ``step_returns``, ``gigpo``): ``r_t`` is everything step t paid, to every
+  agent: the row's reward plus its ``others_rewards``. The team's return is then the sum of the agents' returns (the
+  env's episode summary ``returns``, summed), whichever agent's step a term arrives on; a term paid to each of N
+  agents counts N times, as each agent is paid it. This is GiGPO's ``r_t`` (ALGORITHMS.md) for the team seen as one
+  decision maker whose reward is the sum of its members'. Counting only the acting agent's reward would drop
+  whatever an env pays non-acting agents (``discussion``'s persuasion credit) and make the objective depend on which
+  step an env books a term on.
+* Per agent (``agent_episode_returns`` / ``agent_step_returns``, ``team_gigpo``): agent a's reward at its own turn
+  is what it received at that step plus everything it received on other agents' steps after that turn and before
+  its next own turn: credit goes to its most recent own action. What it receives before its first own turn goes to
+  its first turn. An agent with no row in the episode (its rows dropped for infrastructure errors, or it never
+  acted) has no turn to credit: its payments are left out of its (absent) returns, though still in the team return.
 
 So when every agent that was paid has a row in the episode, the per-agent episode returns sum to the team return,
 and (without an alpha mixer) each equals the env's own ``returns[agent]`` in the episode summary.
@@ -53,20 +73,121 @@ node by the acting agent's own reward, as AT-GRPO defines.)
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 
 from teamgym.algos import combine_ids, discounted_returns, factorize
-from teamgym.errors import InvalidArgumentError
+from teamgym.errors import InvalidArgumentError, check_choice
 from teamgym.rollout.batch import AgentTurnBatch
 
-__all__ = ["trajectory_columns", "credited_rewards", "sampling_forest", "check_trajectory_batch"]
+__all__ = [
+    "COLUMNS",
+    "ROLLOUTS",
+    "Columns",
+    "batch_columns",
+    "check_trajectory_batch",
+    "credited_rewards",
+    "sampling_forest",
+    "trajectory_returns",
+]
+
+#: Rollout kinds, in order of preference when an estimator can use several.
+ROLLOUTS = ("tree", "trajectory")
+_TRAJECTORY_ONLY = ("episode_returns", "step_returns", "agent_episode_returns", "agent_step_returns")
+_TREE_ONLY = ("tree_parents", "tree_leaf_rewards")
+#: Every column name -> the rollouts that provide it (meanings in the module docstring).
+COLUMNS: dict[str, tuple[str, ...]] = {
+    **{name: ROLLOUTS for name in ("rewards", "node_ids", "episode_ids", "task_ids", "agent_ids", "anchor_ids",
+                                   "steps", "turns", "success", "task_keys", "agent_names")},
+    **{name: ("trajectory",) for name in _TRAJECTORY_ONLY},
+    **{name: ("tree",) for name in _TREE_ONLY},
+}
+
+
+@dataclass(frozen=True)
+class Columns(Mapping[str, Any]):
+    """The named columns of one batch, as an estimator receives them.
+
+    Attributes:
+        rows: N, the batch's rows (``tree_*`` columns hold N rows and then the virtual roots).
+        values: column name -> tensor or list.
+    """
+
+    rows: int
+    values: dict[str, Any]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def batch_columns(batch: AgentTurnBatch, names: Sequence[str], *, rollout: str, gamma: float = 0.95) -> Columns:
+    """The columns ``names`` of ``batch``, a ``rollout`` batch (see the module docstring for each column).
+
+    Args:
+        batch: the rows (already without infrastructure errors).
+        names: the columns to build.
+        rollout: ``"tree"`` or ``"trajectory"``: which rollout produced ``batch``.
+        gamma: discount of the step returns (GiGPO: 0.95).
+    """
+    check_choice("rollout", rollout, ROLLOUTS)
+    unknown = sorted(set(names) - set(COLUMNS))
+    if unknown:
+        raise InvalidArgumentError(f"unknown estimator columns {unknown}: expected names from {sorted(COLUMNS)}")
+    missing = [name for name in names if rollout not in COLUMNS[name]]
+    if missing:
+        raise InvalidArgumentError(f"the columns {missing} need a {' or '.join(COLUMNS[missing[0]])} rollout, not a "
+                                   f"{rollout} one")
+    if rollout == "trajectory":
+        check_trajectory_batch(batch)
+    values: dict[str, Any] = {}
+    for name in names:
+        if name in values:
+            continue
+        if name in _TRAJECTORY_ONLY:
+            per_agent = name.startswith("agent_")
+            prefix = "agent_" if per_agent else ""
+            episode, step = trajectory_returns(batch, gamma=gamma, per_agent=per_agent)
+            values[f"{prefix}episode_returns"], values[f"{prefix}step_returns"] = episode, step
+        elif name in _TREE_ONLY:
+            values["tree_parents"], values["tree_leaf_rewards"] = sampling_forest(batch)
+        else:
+            values[name] = _ROW_COLUMNS[name](batch)
+    return Columns(len(batch), {name: values[name] for name in names})
+
+
+def _hashable(values: Sequence[Any]) -> list[Hashable]:
+    return [v if isinstance(v, (str, int, tuple)) else repr(v) for v in values]
+
+
+_ROW_COLUMNS = {
+    "rewards": lambda batch: batch.rewards,
+    "node_ids": lambda batch: batch.node_ids(),
+    "episode_ids": lambda batch: factorize(batch.episode_id)[0],
+    "task_ids": lambda batch: batch.group_ids(("task_id",)),
+    "agent_ids": lambda batch: factorize(batch.agent)[0],
+    "anchor_ids": lambda batch: batch.group_ids(("task_id", "anchor")),
+    "steps": lambda batch: batch.step.clone(),
+    "turns": lambda batch: batch.turn.clone(),
+    "success": lambda batch: batch.success,
+    "task_keys": lambda batch: _hashable(batch.task_id),
+    "agent_names": lambda batch: list(batch.agent),
+}
 
 
 def check_trajectory_batch(batch: AgentTurnBatch) -> None:
     """Raise unless every (episode, step) has exactly one row (a trajectory rollout: one candidate per node)."""
     if len(batch) == 0:
         return
-    nodes = batch.group_ids()
+    nodes = batch.node_ids()
     if int(nodes.max()) + 1 != len(batch):
         counts = torch.bincount(nodes)
         row = int((counts > 1).nonzero()[0])
@@ -76,28 +197,21 @@ def check_trajectory_batch(batch: AgentTurnBatch) -> None:
         )
 
 
-def trajectory_columns(batch: AgentTurnBatch, *, gamma: float, per_agent: bool) -> dict[str, torch.Tensor]:
-    """The GiGPO / team-GiGPO input columns of a trajectory batch (see the module docstring); each ``(N,)``."""
-    check_trajectory_batch(batch)
-    trajectory_ids = factorize(batch.episode_id)[0]
-    agent_ids = factorize(batch.agent)[0]
+def trajectory_returns(batch: AgentTurnBatch, *, gamma: float, per_agent: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(episode returns, discounted step returns)`` of a trajectory batch, each ``(N,)`` in the rewards' dtype.
+
+    Team level (``per_agent=False``): over the episode's rows; per agent: over the row's agent's own rows. Rewards
+    are credited as the module docstring says.
+    """
     rewards = batch.rewards
     if len(batch) == 0:
-        empty = torch.zeros(0, dtype=torch.long)
-        return {"episode_returns": rewards.clone(), "step_returns": rewards.clone(), "group_ids": empty,
-                "trajectory_ids": empty, "agent_ids": empty, "anchor_ids": empty}
-    chain = combine_ids(trajectory_ids, agent_ids) if per_agent else trajectory_ids
+        return rewards.clone(), rewards.clone()
+    trajectory_ids = factorize(batch.episode_id)[0]
+    chain = combine_ids(trajectory_ids, factorize(batch.agent)[0]) if per_agent else trajectory_ids
     credited = credited_rewards(batch, per_agent=per_agent)  # (N,) float64
     step_returns = discounted_returns(credited.to(rewards.dtype), chain, batch.step, gamma=gamma)
     totals = torch.zeros(int(chain.max()) + 1, dtype=torch.float64).index_add_(0, chain, credited)
-    return {
-        "episode_returns": totals.index_select(0, chain).to(rewards.dtype),
-        "step_returns": step_returns,
-        "group_ids": batch.group_ids(("task_id",)),
-        "trajectory_ids": trajectory_ids,
-        "agent_ids": agent_ids,
-        "anchor_ids": batch.group_ids(("task_id", "anchor")),
-    }
+    return totals.index_select(0, chain).to(rewards.dtype), step_returns
 
 
 def credited_rewards(batch: AgentTurnBatch, *, per_agent: bool) -> torch.Tensor:

@@ -4,19 +4,56 @@ The defaults are the embedded main job (the README's first command): a tiny char
 AT-GRPO on ``plan_path-v0`` 4x4 grids on two CPU cores, after a short warm-start SFT stage on the env's scripted
 oracle. Values follow AT-GRPO (arXiv 2510.11062: K = 4, greedy advance, alpha = 1, PPO clip 0.2, token-mean, no
 KL, one epoch) unless a field says otherwise.
+
+Knobs that belong together live in sections, each a dataclass that documents and checks its own fields once:
+``sampling`` (:class:`SamplingConfig`), ``tree`` (:class:`teamgym.rollout.TreeSampling`, the engine's own), ``ppo``
+(:class:`teamgym.train.update.PPOConfig`) and ``vllm`` (:class:`teamgym.rollout.samplers.VLLMSettings`). A field's
+*path* is its name, or ``section.name`` (``tree.k``): the names of ``--set``, of config files (nested objects, or
+paths as keys) and, with ``-`` for ``.`` and ``_``, of the generated command-line flags (``--tree-k``). The flat
+names of configs saved before the sections existed (``k``, ``lr``, ``generator``, ``vllm_engines``,
+``alpha_mixer``...) still load (:data:`LEGACY_NAMES`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from teamgym.errors import InvalidArgumentError
+from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number, closest_names
+from teamgym.rollout.engine import TreeSampling
+from teamgym.rollout.samplers import BACKENDS, VLLMSettings
+from teamgym.train.columns import ROLLOUTS
+from teamgym.train.estimators import make_estimator, rollouts_for, usable_names_text
+from teamgym.train.update import PPOConfig
 
-__all__ = ["TrainConfig"]
+__all__ = ["LEGACY_NAMES", "SamplingConfig", "TrainConfig", "field_docs", "field_paths", "normalize_paths"]
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """How rollouts are sampled.
+
+    Attributes:
+        temperature: sampling temperature for training rollouts (evaluation is greedy, and also sampled at this
+            temperature).
+        max_new_tokens: completion budget (0 = the preset's).
+        backend: what samples rollouts: ``hf`` (the trained transformers model itself) or ``vllm`` (vLLM engines per
+            model, weights synced in place after every update as TRL's colocate mode; see the ``vllm`` section).
+    """
+
+    temperature: float = 1.0
+    max_new_tokens: int = 0
+    backend: str = "hf"
+
+    def __post_init__(self) -> None:
+        check_number("sampling.temperature", self.temperature, low=0.0)
+        check_int("sampling.max_new_tokens", self.max_new_tokens, 0)
+        check_choice("sampling.backend", self.backend, BACKENDS)
 
 
 @dataclass
@@ -26,26 +63,20 @@ class TrainConfig:
     Attributes:
         env_id: registered env to train on.
         env_kwargs: options for ``teamgym.make`` (merged over the preset's; e.g. ``{"size": 4}``).
-        algo: advantage estimator by name: a registered one the rollout can feed (``teamgym.algos.
-            list_advantages()``) or a trainer-side stateful one. Tree rollout: ``at_grpo`` (default), ``grpo``,
-            ``dr_grpo``, ``rloo``, ``dr_mas``, ``mhgpo`` (groups = tree nodes), ``treerl`` (TreeRL on the sampling
-            tree). Trajectory rollout: ``gigpo``, ``team_gigpo``. Either: ``spo``, ``spo_per_agent`` (SPO value
-            trackers, saved in checkpoints). See docs/training.md, "Estimators".
+        algo: advantage estimator by name (``teamgym.train.estimators.ESTIMATORS``). Tree rollout: ``at_grpo``
+            (default), ``grpo``, ``dr_grpo``, ``rloo``, ``dr_mas``, ``mhgpo`` (groups = tree nodes), ``treerl``
+            (TreeRL on the sampling tree). Trajectory rollout: ``gigpo``, ``team_gigpo``. Either: ``spo``,
+            ``spo_per_agent`` (SPO value trackers, saved in checkpoints). See docs/training.md, "Estimators".
         rollout: how each step samples: ``auto`` (default: the algo's rollout; trajectory for the SPO trackers),
-            ``tree`` (``tasks_per_step`` episodes, ``k`` candidates per node, advance with ``strategy``) or
-            ``trajectory`` (each of ``tasks_per_step`` tasks played ``group_size`` times from the same env seed,
-            one candidate per node; ``k``, ``strategy``, ``top_m``, ``k0``, ``k_max`` are then unused). A rollout
-            that cannot feed the algo is refused.
+            ``tree`` (``tasks_per_step`` episodes, ``tree.k`` candidates per node, advance with ``tree.strategy``)
+            or ``trajectory`` (each of ``tasks_per_step`` tasks played ``group_size`` times from the same env seed,
+            one candidate per node; the ``tree`` section is then unused). A rollout that cannot feed the algo is
+            refused.
         steps: RL steps (one rollout + one update each).
         output_dir: where ``metrics.jsonl``, checkpoints, the plot and ``summary.json`` go.
         seed: seeds the model init, the sampler and the task draws.
         tasks_per_step: tasks drawn per step: one episode each in a tree rollout, ``group_size`` in a trajectory
             rollout.
-        k: candidates per (agent, step) node of a tree rollout (AT-GRPO: 4).
-        strategy: tree advance rule: ``greedy`` (AT-GRPO), ``top_m`` or ``adaptive`` (see ``TreeSampling``).
-        top_m: ``top_m`` strategy: advance among the m best.
-        k0: ``adaptive`` strategy: first candidates per node.
-        k_max: ``adaptive`` strategy: most candidates per node.
         group_size: trajectory rollout: episodes per task (GiGPO's group size G; verl-agent uses 8; default 4 to
             match the tree's K at equal budget). ``gigpo``/``team_gigpo`` need >= 2; SPO works with 1 (its one
             response per prompt).
@@ -59,6 +90,13 @@ class TrainConfig:
             this field.
         spo_rho: the SPO trackers' forgetting factor in (0, 1) (SPO's constant variant: 0.875; ``alpha + beta``
             converges to ``1 / (1 - rho)``).
+        alpha: the weight of the team term in the rewards the advantages are computed from, ``alpha * team +
+            local`` (AT-GRPO's mixing; the one alpha knob of training). ``"env"`` (default): the env's own rewards
+            (its ``alpha``, 1.0 as AT-GRPO unless ``env_kwargs`` sets it); a number, or ``{agent: number}``: every
+            agent-turn re-mixed with that fixed alpha; ``"bandit"``: ``teamgym.algos.BanditAlpha`` (EXP3 per agent
+            over {0, 0.5, 1, 2}, scored by the batch's mean team term, gap 3). Other than ``"env"``, the alphas used
+            are logged as ``alpha/<agent>`` in metrics.jsonl and the mixer's state is saved in checkpoints
+            (:mod:`teamgym.train.alpha`). The tree still advances on the env's rewards.
         prompt_format: ``compact`` (the env preset's short prompts, for the tiny model), ``env`` (the env's prompt
             text) or ``chat`` (the env's system and user messages through the tokenizer's chat template, for
             instruct models; the tokenizer must have one).
@@ -69,44 +107,13 @@ class TrainConfig:
         shared_model: one model for all roles (True) or one model and optimizer per role.
         lora_rank: > 0 wraps a pretrained ``model`` in a peft LoRA adapter of this rank (0 = full fine-tune).
         device: ``cpu`` or ``cuda``.
-        generator: what samples rollouts: ``hf`` (the trained transformers model itself) or ``vllm`` (vLLM engines
-            per model on GPU, weights synced in place after every update as TRL's colocate mode; see ``vllm_engines``).
-        vllm_gpu_memory_utilization: share of GPU memory each vLLM engine may take (the trainer needs the rest).
-        vllm_engines: vLLM engines per model. 1 (default): one engine in the trainer's process. More: each engine is
-            a Ray actor (``RayVLLMPolicy``, ``pip install 'teamgym[ray]'``), every ``generate`` call's prompts are
-            split into contiguous shards across them and the weights are sent to all of them after each update.
-            Engine ``i`` is seeded ``seed + i``.
-        vllm_tensor_parallel_size: GPUs per vLLM engine (vLLM's ``tensor_parallel_size``); above 1 the engines run as
-            Ray actors (even a single one), each holding that many whole GPUs of one node.
-        vllm_gpus_per_engine: Ray engines: GPUs each engine actor reserves from Ray. 0 (default) = whole GPUs,
-            ``vllm_tensor_parallel_size`` of them (none with ``device="cpu"``, for vLLM's CPU build); with tensor
-            parallel size 1 a share in (0, 1] lets several engines share one GPU (e.g. 0.3 with
-            ``vllm_gpu_memory_utilization=0.25``: two engines and the trainer on one GPU). Ray does not count the
-            trainer's own GPU.
-        max_new_tokens: completion budget (0 = the preset's).
-        temperature: sampling temperature for training rollouts (evaluation is greedy).
-        lr: Adam learning rate of every role (1e-4: over five seeds of the main job 5e-4 fell below the warm start
-            on four, 1e-4 rose above it on four; docs/training.md).
-        role_lr: per-role learning rates overriding ``lr`` (needs ``shared_model=False``), e.g. ``{"tool": 1e-4}``.
-        weight_decay: AdamW weight decay.
-        micro_batch_size: rows per forward/backward pass (gradients are accumulated over the batch).
-        epochs: passes over each rollout batch (AT-GRPO: 1).
-        clip_low: PPO lower clip (0.2).
-        clip_high: PPO upper clip (0.2 PPO; 0.28 DAPO clip-higher).
-        dual_clip: dual-clip bound for negative advantages (AT-GRPO: 3.0; None disables).
-        aggregation: loss aggregation: ``token-mean`` | ``seq-mean-token-mean`` | ``seq-mean-token-sum-norm``.
-        kl_coef: weight of the k3 KL to the sampling policy's logprobs (0 = none, as AT-GRPO and DAPO).
-        entropy_coef: entropy bonus weight (0 = none).
-        max_grad_norm: gradient clipping norm.
-        drop_zero_variance: DAPO dynamic sampling: drop tree nodes whose rewards are all equal (they carry no
-            gradient); tree rollouts only.
-        alpha_mixer: the team/local weight of the rewards the advantages are computed from. ``"env"`` (default):
-            the env's own rewards (its ``alpha``, 1.0 as AT-GRPO unless ``env_kwargs`` sets it); ``"static"``:
-            ``alpha * team + local`` with the ``alpha`` field for every agent; ``"bandit"``: ``BanditAlpha``
-            (EXP3 per agent over {0, 0.5, 1, 2}, scored by the batch's mean team term, gap 3). The alphas used are
-            logged as ``alpha/<agent>`` in metrics.jsonl and the mixer's state is saved in checkpoints. The tree
-            still advances on the env's rewards.
-        alpha: the weight of the team term for ``alpha_mixer="static"``.
+        sampling: how rollouts are sampled (:class:`SamplingConfig`: temperature, completion budget, backend).
+        tree: how a tree rollout expands each node (:class:`teamgym.rollout.TreeSampling`: k, strategy, top-m and
+            adaptive-K settings).
+        ppo: the policy update (:class:`teamgym.train.update.PPOConfig`: optimizer, clipping, loss aggregation, KL
+            and entropy).
+        vllm: the vLLM engines per model when ``sampling.backend="vllm"``
+            (:class:`teamgym.rollout.samplers.VLLMSettings`).
         sft_steps: warm-start SFT steps on the preset's scripted demonstrations before RL (0 = none).
         sft_lr: SFT learning rate.
         sft_batch_size: demonstrations per SFT step.
@@ -119,7 +126,7 @@ class TrainConfig:
         env_workers: threads stepping envs in parallel (sandbox envs release the GIL).
         rollout_waves: split each rollout's episodes into this many waves; a wave's env work (steps, the sandbox)
             then runs in a background thread while the next wave generates. 1 = lockstep, one ``generate`` call per
-            policy per step. Worth it where generation is batched by the engine anyway (vLLM) or the env is slow
+            model per step. Worth it where generation is batched by the engine anyway (vLLM) or the env is slow
             (sandbox runs); a CPU model that needs large batches loses more than it gains (docs/benchmarks.md).
         torch_threads: intra-op threads of torch (0 = torch's default); 1 is fastest for the tiny model on shared cores.
         tensorboard: also log to TensorBoard (needs the ``tensorboard`` package).
@@ -137,17 +144,13 @@ class TrainConfig:
     output_dir: str = "runs/plan_path"
     seed: int = 0
     tasks_per_step: int = 8
-    k: int = 4
-    strategy: str = "greedy"
-    top_m: int = 2
-    k0: int = 2
-    k_max: int = 8
     group_size: int = 4
     gamma: float = 0.95
     omega: float = 1.0
     spo_reward: str = "success"
     spo_reward_range: tuple[float, float] = (0.0, 1.0)
     spo_rho: float = 0.875
+    alpha: str | float | dict[str, float] = "env"
     prompt_format: str = "compact"
     model: str = "tiny"
     n_layer: int = 2
@@ -156,28 +159,10 @@ class TrainConfig:
     shared_model: bool = True
     lora_rank: int = 0
     device: str = "cpu"
-    generator: str = "hf"
-    vllm_gpu_memory_utilization: float = 0.4
-    vllm_engines: int = 1
-    vllm_tensor_parallel_size: int = 1
-    vllm_gpus_per_engine: float = 0.0
-    max_new_tokens: int = 0
-    temperature: float = 1.0
-    lr: float = 1e-4
-    role_lr: dict[str, float] = field(default_factory=dict)
-    weight_decay: float = 0.0
-    micro_batch_size: int = 64
-    epochs: int = 1
-    clip_low: float = 0.2
-    clip_high: float = 0.2
-    dual_clip: float | None = 3.0
-    aggregation: str = "token-mean"
-    kl_coef: float = 0.0
-    entropy_coef: float = 0.0
-    max_grad_norm: float = 1.0
-    drop_zero_variance: bool = False
-    alpha_mixer: str = "env"
-    alpha: float = 1.0
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    tree: TreeSampling = field(default_factory=TreeSampling)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    vllm: VLLMSettings = field(default_factory=VLLMSettings)
     sft_steps: int = 300
     sft_lr: float = 3e-3
     sft_batch_size: int = 32
@@ -196,177 +181,124 @@ class TrainConfig:
     save_batches: bool = False
 
     def __post_init__(self) -> None:
-        from teamgym.algos import AGGREGATIONS
-
-        positive = ("steps", "tasks_per_step", "k", "top_m", "k0", "k_max", "n_layer", "n_embd", "n_head",
-                    "micro_batch_size", "epochs", "sft_batch_size", "checkpoint_every", "keep_checkpoints",
-                    "group_size", "rollout_waves")
-        for name in positive:
-            _check_int(name, getattr(self, name), 1)
-        for name in ("max_new_tokens", "sft_steps", "eval_tasks", "eval_every", "env_workers", "torch_threads",
-                     "lora_rank", "seed", "heldout_offset"):
-            _check_int(name, getattr(self, name), 0)
-        for name in ("lr", "sft_lr", "max_grad_norm"):
-            _check_float(name, getattr(self, name), low=0.0, inclusive=False)
-        for name in ("weight_decay", "kl_coef", "entropy_coef", "temperature", "clip_high"):
-            _check_float(name, getattr(self, name), low=0.0, inclusive=True)
-        if not 0 <= self.clip_low < 1:
-            raise InvalidArgumentError(f"clip_low={self.clip_low!r}: expected a float in [0, 1), e.g. 0.2")
-        if self.dual_clip is not None and not (isinstance(self.dual_clip, (int, float)) and self.dual_clip > 1):
-            raise InvalidArgumentError(f"dual_clip={self.dual_clip!r}: expected a float > 1 (AT-GRPO: 3.0) or None")
-        _check_choice("strategy", self.strategy, ("greedy", "top_m", "adaptive"))
-        _check_choice("alpha_mixer", self.alpha_mixer, ("env", "static", "bandit"))
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not math.isfinite(self.alpha):
-            raise InvalidArgumentError(f"alpha={self.alpha!r}: expected a finite float (1.0 = AT-GRPO's mixing)")
-        _check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))
-        _check_choice("generator", self.generator, ("hf", "vllm"))
-        if self.generator == "vllm" and self.model == "tiny":
-            raise InvalidArgumentError(
-                "generator='vllm' with model='tiny': vLLM loads checkpoints from disk; pass model=<local checkpoint "
-                "dir> (e.g. a Qwen2.5-0.5B-Instruct download) or use generator='hf'"
-            )
-        if not 0 < self.vllm_gpu_memory_utilization < 1:
-            raise InvalidArgumentError(f"config field vllm_gpu_memory_utilization={self.vllm_gpu_memory_utilization!r}:"
-                                       " expected a float in (0, 1), e.g. 0.4")
-        self._check_vllm_engines()
-        _check_choice("aggregation", self.aggregation, AGGREGATIONS)
+        for name, section in SECTIONS.items():
+            if not isinstance(getattr(self, name), section):
+                raise InvalidArgumentError(
+                    f"config field {name}={getattr(self, name)!r}: expected a {section.__name__}; build configs from "
+                    "dicts with TrainConfig.from_dict (nested sections, 'section.field' paths or the old flat names)"
+                )
+        for name in ("steps", "tasks_per_step", "n_layer", "n_embd", "n_head", "sft_batch_size", "checkpoint_every",
+                     "keep_checkpoints", "group_size", "rollout_waves"):
+            check_int(name, getattr(self, name), 1)
+        for name in ("sft_steps", "eval_tasks", "eval_every", "env_workers", "torch_threads", "lora_rank", "seed",
+                     "heldout_offset"):
+            check_int(name, getattr(self, name), 0)
+        check_number("sft_lr", self.sft_lr, low=0.0, inclusive=False)
+        _check_alpha(self.alpha)
+        check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
-            raise InvalidArgumentError(f"device={self.device!r}: expected 'cpu' or 'cuda' (or 'cuda:N')")
-        if self.strategy == "adaptive" and not self.k0 <= self.k <= self.k_max:
-            raise InvalidArgumentError(
-                f"k0={self.k0}, k={self.k}, k_max={self.k_max}: the adaptive strategy needs k0 <= k <= k_max"
-            )
-        if self.role_lr and self.shared_model:
-            raise InvalidArgumentError(
-                f"role_lr={self.role_lr!r} needs one model per role: set shared_model=False (--no-shared-model)"
-            )
-        for role, value in self.role_lr.items():
-            _check_float(f"role_lr[{role!r}]", value, low=0.0, inclusive=False)
+            raise InvalidArgumentError(f"config field device={self.device!r}: expected 'cpu' or 'cuda' (or 'cuda:N')")
         if self.model != "tiny" and not Path(self.model).exists():
             raise InvalidArgumentError(
-                f"model={self.model!r}: expected 'tiny' or an existing local directory with a transformers "
-                "checkpoint (no hub download is attempted)"
+                f"config field model={self.model!r}: expected 'tiny' or an existing local directory with a "
+                "transformers checkpoint (no hub download is attempted)"
             )
         if not isinstance(self.env_kwargs, dict):
-            raise InvalidArgumentError(f"env_kwargs={self.env_kwargs!r}: expected a dict of env options")
+            raise InvalidArgumentError(f"config field env_kwargs={self.env_kwargs!r}: expected a dict of env options")
+        self._check_sections()
         self._check_estimator()
+
+    def _check_sections(self) -> None:
+        """The checks that involve a section and another field."""
+        backend = self.sampling.backend
+        if backend == "vllm" and self.model == "tiny":
+            raise InvalidArgumentError(
+                "sampling.backend='vllm' with model='tiny': vLLM loads checkpoints from disk; pass model=<local "
+                "checkpoint dir> (e.g. a Qwen2.5-0.5B-Instruct download) or use sampling.backend='hf'"
+            )
+        if backend != "vllm" and self.vllm.on_ray:
+            raise InvalidArgumentError(
+                f"config fields vllm.engines={self.vllm.engines}, vllm.tensor_parallel_size="
+                f"{self.vllm.tensor_parallel_size} apply to sampling.backend='vllm' only, not {backend!r}: set "
+                "sampling.backend='vllm' or leave them 1"
+            )
+        if self.ppo.role_lr and self.shared_model:
+            raise InvalidArgumentError(
+                f"config field ppo.role_lr={self.ppo.role_lr!r} needs one model per role: set shared_model=False "
+                "(--no-shared-model)"
+            )
 
     def _check_estimator(self) -> None:
         """The algo exists, the rollout can feed it, and its knobs make sense."""
-        from teamgym.algos import list_advantages
-        from teamgym.errors import UnknownNameError
-        from teamgym.train.advantages import ROLLOUTS, rollouts_for, usable_names_text
-        from teamgym.train.stateful import SPO_SIGNALS, STATEFUL_ESTIMATORS
-
-        names = sorted([*list_advantages(), *STATEFUL_ESTIMATORS])
-        if self.algo not in names:
-            raise UnknownNameError(self.algo, "advantage estimator (config field 'algo')", names,
-                                   hint=f"Usable estimators (rollout): {usable_names_text()}.")
         feeds = rollouts_for(self.algo)
-        if not feeds:
-            raise InvalidArgumentError(
-                f"config field algo={self.algo!r}: no rollout provides the columns this estimator takes: expected one "
-                f"of {usable_names_text()}"
-            )
-        _check_choice("rollout", self.rollout, ("auto", *ROLLOUTS))
+        check_choice("rollout", self.rollout, ("auto", *ROLLOUTS))
         if self.rollout != "auto" and self.rollout not in feeds:
             raise InvalidArgumentError(
                 f"config field rollout={self.rollout!r} cannot feed algo={self.algo!r} (it needs a {' or '.join(feeds)}"
                 f" rollout): set rollout='auto' or {feeds[0]!r}, or pick an algo for a {self.rollout} rollout: "
                 f"{usable_names_text(self.rollout)}"
             )
-        for name in ("gamma", "omega", "spo_rho"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise InvalidArgumentError(f"config field {name}={value!r}: expected a finite float")
-        if not 0 <= self.gamma <= 1:
+        check_number("gamma", self.gamma, low=0.0)
+        if self.gamma > 1:
             raise InvalidArgumentError(f"config field gamma={self.gamma!r}: expected a float in [0, 1] (GiGPO: 0.95)")
-        if self.omega < 0:
-            raise InvalidArgumentError(f"config field omega={self.omega!r}: expected a float >= 0 (GiGPO: 1.0)")
-        if not 0 < self.spo_rho < 1:
+        check_number("omega", self.omega, low=0.0, hint="GiGPO: 1.0")
+        check_number("spo_rho", self.spo_rho, low=0.0, inclusive=False)
+        if not self.spo_rho < 1:
             raise InvalidArgumentError(f"config field spo_rho={self.spo_rho!r}: expected a float in (0, 1) (SPO: "
                                        "0.875)")
-        _check_choice("spo_reward", self.spo_reward, SPO_SIGNALS)
         bounds = self.spo_reward_range
         if not (isinstance(bounds, (list, tuple)) and len(bounds) == 2
                 and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in bounds)
                 and bounds[0] < bounds[1]):
             raise InvalidArgumentError(f"config field spo_reward_range={bounds!r}: expected [low, high] with finite "
                                        "low < high, e.g. [-2.5, 2.5]")
+        self.spo_reward_range = (float(bounds[0]), float(bounds[1]))  # a JSON list loads as the saved tuple
+        make_estimator(self)  # the estimator's own checks (spo_reward, the tracker's rho)
         mode = self.rollout_mode
         if self.algo in ("gigpo", "team_gigpo") and self.group_size < 2:
             raise InvalidArgumentError(
                 f"config field group_size={self.group_size}: {self.algo} compares trajectories of the same task, "
                 "expected group_size >= 2 (default 4)"
             )
-        if self.algo in STATEFUL_ESTIMATORS and self.spo_reward == "success" and mode == "tree":
+        if self.algo in ("spo", "spo_per_agent") and self.spo_reward == "success" and mode == "tree":
             raise InvalidArgumentError(
                 "config field spo_reward='success' with rollout='tree': a tree's unchosen candidates have no episode "
                 "outcome of their own: set spo_reward='mixed' (with spo_reward_range) or rollout='trajectory'"
             )
-        if self.drop_zero_variance and mode != "tree":
+        if self.ppo.drop_zero_variance and mode != "tree":
             raise InvalidArgumentError(
-                f"config field drop_zero_variance=True with a {mode} rollout: dynamic sampling drops tree nodes of "
-                "equal rewards; set drop_zero_variance=False or use a tree estimator"
+                f"config field ppo.drop_zero_variance=True with a {mode} rollout: dynamic sampling drops tree nodes of "
+                "equal rewards; set ppo.drop_zero_variance=False or use a tree estimator"
             )
 
     @property
     def rollout_mode(self) -> str:
         """The rollout this config runs: ``rollout``, or for ``auto`` the algo's preferred one."""
-        if self.rollout != "auto":
-            return self.rollout
-        from teamgym.train.advantages import rollouts_for
-
-        return rollouts_for(self.algo)[0]
-
-    def _check_vllm_engines(self) -> None:
-        _check_int("vllm_engines", self.vllm_engines, 1)
-        _check_int("vllm_tensor_parallel_size", self.vllm_tensor_parallel_size, 1)
-        _check_float("vllm_gpus_per_engine", self.vllm_gpus_per_engine, low=0.0, inclusive=True)
-        share, tp = self.vllm_gpus_per_engine, self.vllm_tensor_parallel_size
-        if tp > 1 and share not in (0, tp):
-            raise InvalidArgumentError(
-                f"config field vllm_gpus_per_engine={share!r} with vllm_tensor_parallel_size={tp}: a tensor "
-                f"parallel engine needs one whole GPU per rank: use 0 (= {tp} GPUs) or {tp}"
-            )
-        if tp == 1 and share > 1:
-            raise InvalidArgumentError(
-                f"config field vllm_gpus_per_engine={share!r}: a one-GPU engine takes a share in (0, 1] of a GPU, or "
-                "0 for a whole one; for more GPUs per engine set vllm_tensor_parallel_size"
-            )
-        ray_engines = self.vllm_engines > 1 or tp > 1
-        if share and not ray_engines:
-            raise InvalidArgumentError(
-                f"config field vllm_gpus_per_engine={share!r} applies to Ray engines only: set vllm_engines > 1 (or "
-                "vllm_tensor_parallel_size > 1), or leave it 0 for the in-process engine"
-            )
-        if self.generator != "vllm" and ray_engines:
-            raise InvalidArgumentError(
-                f"config fields vllm_engines={self.vllm_engines}, vllm_tensor_parallel_size={tp} apply to "
-                f"generator='vllm' only, not generator={self.generator!r}: set generator='vllm' or leave them 1"
-            )
+        return self.rollout if self.rollout != "auto" else rollouts_for(self.algo)[0]
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict[str, Any]:
+        """The config as plain JSON values, sections as nested objects."""
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
-        """Build from a dict, naming unknown fields and the closest known ones."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            from teamgym.errors import closest_names
-
-            hints = {name: closest_names(name, known) for name in unknown}
-            raise InvalidArgumentError(
-                f"unknown config fields {unknown}: closest known names {hints}; see `teamgym train --help`"
-            )
-        return cls(**values)
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainConfig:
+        """Build from a dict of field paths (nested section objects, ``"section.field"`` keys, or the flat names of
+        :data:`LEGACY_NAMES`), naming unknown fields and the closest known ones."""
+        paths = normalize_paths(values)
+        top: dict[str, Any] = {}
+        parts: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+        for path, value in paths.items():
+            section, _, name = path.rpartition(".")
+            if section:
+                parts[section][name] = value
+            else:
+                top[path] = value
+        return cls(**top, **{name: SECTIONS[name](**part) for name, part in parts.items()})
 
     @classmethod
     def from_file(cls, path: str | Path) -> TrainConfig:
-        """Load a JSON config file (keys are field names)."""
+        """Load a JSON config file (keys as :meth:`from_dict` takes them)."""
         try:
             values = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as err:
@@ -381,18 +313,88 @@ class TrainConfig:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgumentError(f"config field {name}={value!r}: expected an int >= {minimum}")
+#: The sections of :class:`TrainConfig`: field name -> its dataclass.
+SECTIONS: dict[str, type] = {"sampling": SamplingConfig, "tree": TreeSampling, "ppo": PPOConfig, "vllm": VLLMSettings}
 
 
-def _check_float(name: str, value: Any, *, low: float, inclusive: bool) -> None:
-    number = not isinstance(value, bool) and isinstance(value, (int, float))
-    if not (number and (value >= low if inclusive else value > low)):
-        bound = ">=" if inclusive else ">"
-        raise InvalidArgumentError(f"config field {name}={value!r}: expected a number {bound} {low}")
+def field_paths() -> dict[str, Any]:
+    """Every field path of :class:`TrainConfig` (``"steps"``, ``"tree.k"``...) -> its ``dataclasses.Field``."""
+    out: dict[str, Any] = {}
+    for item in fields(TrainConfig):
+        if item.name in SECTIONS:
+            out.update({f"{item.name}.{sub.name}": sub for sub in fields(SECTIONS[item.name])})
+        else:
+            out[item.name] = item
+    return out
 
 
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise InvalidArgumentError(f"config field {name}={value!r}: expected one of {', '.join(choices)}")
+def field_docs() -> dict[str, str]:
+    """Every field path -> its documentation (the ``Attributes`` entry of its dataclass's docstring)."""
+    docs = {path: text for path, text in _attribute_docs(TrainConfig).items() if path not in SECTIONS}
+    for name, section in SECTIONS.items():
+        docs.update({f"{name}.{sub}": text for sub, text in _attribute_docs(section).items()})
+    return docs
+
+
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """``{name: text}`` of the ``Attributes:`` entries of a Google-style class docstring."""
+    text = (cls.__doc__ or "").split("Attributes:", 1)[-1]
+    entries = re.findall(r"^        (\w+): (.*?)(?=^        \w+: |\Z)", text, flags=re.M | re.S)
+    return {name: " ".join(body.split()) for name, body in entries}
+
+
+#: Flat names of configs saved before the sections existed -> their paths (``alpha_mixer`` is translated into
+#: ``alpha`` by :func:`normalize_paths`).
+LEGACY_NAMES: dict[str, str] = {
+    **{sub.name: f"{name}.{sub.name}" for name in ("sampling", "tree", "ppo") for sub in fields(SECTIONS[name])},
+    **{f"vllm_{sub.name}": f"vllm.{sub.name}" for sub in fields(VLLMSettings)},
+    "generator": "sampling.backend",
+}
+
+
+def normalize_paths(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` as ``{field path: value}``: nested section objects flattened, flat legacy names mapped to their
+    paths, and the legacy ``alpha_mixer`` (``env`` | ``static`` | ``bandit``, with ``alpha`` for ``static``) folded
+    into ``alpha``. Later keys win."""
+    known = field_paths()
+    out: dict[str, Any] = {}
+    mixer = None
+    for key, value in values.items():
+        if key in SECTIONS and isinstance(value, Mapping):
+            for sub, inner in value.items():
+                out[_path(f"{key}.{sub}", known)] = inner
+        elif key in SECTIONS and is_dataclass(value):
+            out.update({f"{key}.{name}": inner for name, inner in asdict(value).items()})
+        elif key == "alpha_mixer":
+            mixer = value
+        else:
+            out[_path(key, known)] = value
+    if mixer is not None:
+        check_choice("alpha_mixer", mixer, ("env", "static", "bandit"))
+        static = out.get("alpha", 1.0)
+        out["alpha"] = mixer if mixer != "static" else (static if not isinstance(static, str) else 1.0)
+    return out
+
+
+def _path(name: str, known: Mapping[str, Any]) -> str:
+    if name in known:
+        return name
+    if name in LEGACY_NAMES:
+        return LEGACY_NAMES[name]
+    names = [*known, *LEGACY_NAMES, "alpha_mixer"]
+    raise InvalidArgumentError(
+        f"unknown config field {name!r}: closest known names {closest_names(name, names)}; see `teamgym train --help`"
+    )
+
+
+def _check_alpha(alpha: Any) -> None:
+    def finite(value: Any) -> bool:
+        return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+    valid = alpha in ("env", "bandit") if isinstance(alpha, str) else finite(alpha) or (
+        isinstance(alpha, dict) and all(isinstance(k, str) and finite(v) for k, v in alpha.items()))
+    if not valid:
+        raise InvalidArgumentError(
+            f"config field alpha={alpha!r}: expected 'env' (the env's own rewards), 'bandit', a finite float or "
+            "{agent: finite float} (1.0 = AT-GRPO's mixing)"
+        )

@@ -1,5 +1,6 @@
-"""Metrics: one JSON row per step in ``metrics.jsonl`` (rewritten safely on resume), optional TensorBoard / W&B,
-and the learning-curve plot written at the end of a run."""
+"""Metrics: each RL step's row (:func:`step_metrics`, keys in docs/training.md), one JSON row per step in
+``metrics.jsonl`` (rewritten safely on resume), optional TensorBoard / W&B, and the learning-curve plot written at the
+end of a run."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from teamgym.errors import DependencyNotInstalled
+import numpy as np
+import torch
 
-__all__ = ["MetricsLogger", "plot_learning_curves", "read_metrics"]
+from teamgym.algos import informative_groups_per_1000
+from teamgym.errors import DependencyNotInstalled
+from teamgym.rollout.engine import RolloutResult
+from teamgym.train.columns import batch_columns
+from teamgym.train.update import UpdateStats
+
+__all__ = ["MetricsLogger", "plot_learning_curves", "read_metrics", "step_metrics"]
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -29,6 +37,61 @@ def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return rows
+
+
+def step_metrics(step: int, result: RolloutResult, advantages: torch.Tensor, stats: UpdateStats, *, rollout: str,
+                 gamma: float, seconds: float, update_seconds: float, dropped: int) -> dict[str, Any]:
+    """The ``metrics.jsonl`` row of one RL step (docs/training.md, "Outputs", lists the keys).
+
+    Args:
+        step: the step index.
+        result: the step's rollout (its whole batch, infrastructure errors included).
+        advantages: ``(N,)`` the advantages of the rows trained on.
+        stats: the last epoch's update statistics.
+        rollout: ``"tree"`` or ``"trajectory"``.
+        gamma: the trajectory returns' discount (for ``informative_groups_per_1000``).
+        seconds: the step's wall time; update_seconds: its update's.
+        dropped: rows dropped for infrastructure errors.
+    """
+    batch = result.batch
+    row: dict[str, Any] = {"step": step, "success": result.success_rate,
+                           "reward/mean": float(batch.rewards.mean()) if len(batch) else 0.0}
+    # reward/<agent>/...: the agent's own-step terms averaged over its candidates (what its tree groups compare);
+    # return/<agent>: everything it received per episode, on other agents' steps too (the env's summaries).
+    for agent in sorted(set(batch.agent)):
+        rows = [i for i, a in enumerate(batch.agent) if a == agent]
+        row[f"reward/{agent}/mixed"] = float(batch.rewards[rows].mean())
+        names = sorted({k for i in rows for k in batch.reward_terms[i]})
+        for name in names:
+            row[f"reward/{agent}/{name}"] = float(np.mean([batch.reward_terms[i].get(name, 0.0) for i in rows]))
+        returns = [e["returns"][agent] for e in result.episodes if agent in e.get("returns", {})]
+        if returns:
+            row[f"return/{agent}"] = float(np.mean(returns))
+    if advantages.numel():
+        row.update({"advantage/mean": float(advantages.mean()), "advantage/std": float(advantages.std()) if
+                    advantages.numel() > 1 else 0.0, "advantage/min": float(advantages.min()),
+                    "advantage/max": float(advantages.max())})
+    row["informative_groups_per_1000"] = _informative_groups(result, rollout, gamma)
+    row.update({"loss": stats.loss, "kl": stats.kl, "entropy": stats.entropy, "clip_fraction": stats.clip_fraction,
+                "grad_norm": stats.grad_norm, "completions": result.completions,
+                "tokens_per_s": batch.num_tokens() / max(result.total_seconds, 1e-9),
+                "env_time_share": result.env_seconds / max(seconds, 1e-9),
+                "generate_time_share": result.generate_seconds / max(seconds, 1e-9),
+                "update_time_share": update_seconds / max(seconds, 1e-9),
+                "step_seconds": seconds, "dropped_infra_rows": dropped})
+    return row
+
+
+def _informative_groups(result: RolloutResult, rollout: str, gamma: float) -> float:
+    """Groups whose rewards differ per 1,000 completions: tree nodes, or tasks whose trajectories' returns differ
+    (trajectory rollouts)."""
+    batch = result.batch
+    if not len(batch):
+        return 0.0
+    if rollout == "tree":
+        return informative_groups_per_1000(batch.rewards, batch.node_ids())
+    columns = batch_columns(batch, ("episode_returns", "task_ids"), rollout="trajectory", gamma=gamma)
+    return informative_groups_per_1000(columns["episode_returns"], columns["task_ids"])
 
 
 class MetricsLogger:

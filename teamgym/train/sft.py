@@ -52,18 +52,22 @@ def collect_demonstrations(env_fn: Callable[[], Any], preset: Preset, task_ids: 
 
 
 def sft_step(demos: Sequence[Demonstration], policies: Mapping[str, HFPolicy],
-             optimizers: Mapping[int, torch.optim.Optimizer], rng: np.random.Generator, batch_size: int,
+             optimizers: Mapping[str, torch.optim.Optimizer], rng: np.random.Generator, batch_size: int,
              max_grad_norm: float) -> float:
-    """One SFT step on ``batch_size`` demonstrations drawn from ``demos``; returns the mean token NLL."""
+    """One SFT step on ``batch_size`` demonstrations drawn from ``demos``; returns the mean token NLL.
+
+    ``policies`` maps each role to its policy; ``optimizers`` each policy's name (``shared`` or the role) to its
+    optimizer.
+    """
     picks = rng.choice(len(demos), size=min(batch_size, len(demos)), replace=False)
-    by_model: dict[int, list[Demonstration]] = {}
+    by_model: dict[str, list[Demonstration]] = {}
     for index in picks:
         demo = demos[int(index)]
-        by_model.setdefault(id(policies[demo.agent]), []).append(demo)
+        by_model.setdefault(policies[demo.agent].name, []).append(demo)
     losses = []
-    for key, chosen in by_model.items():
-        policy = next(p for p in policies.values() if id(p) == key)
-        optimizer = optimizers[key]
+    for name, chosen in by_model.items():
+        policy = policies[chosen[0].agent]
+        optimizer = optimizers[name]
         optimizer.zero_grad(set_to_none=True)
         prompts = policy.encode([d.prompt for d in chosen])
         eos = policy.tokenizer.eos_token_id

@@ -36,7 +36,7 @@ record too.
 >>> [(r["agent"], r["turn"], r["reward"], r["done"]) for r in rows]
 [('speaker', 0, 0.0, False), ('listener', 0, 1.0, True)]
 >>> batch = to_batch(rows)
->>> batch["reward"].tolist(), batch["group_id"].tolist()
+>>> batch["rewards"].tolist(), batch["group_ids"].tolist()
 ([0.0, 1.0], [0, 1])
 """
 
@@ -52,7 +52,7 @@ from typing import Any
 import torch
 from pettingzoo import AECEnv
 
-from teamgym.algos import factorize, group_ids
+from teamgym.algos import at_grpo_group_ids, factorize
 from teamgym.errors import DatasetError
 from teamgym.wrappers.base import TextEnvWrapper
 
@@ -207,14 +207,16 @@ def load_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 
 def to_batch(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The records as columns of the agent-turn batch.
+    """The records as columns, spelled as the rollout batch's (:class:`teamgym.rollout.AgentTurnBatch`) and the
+    estimators' columns (:mod:`teamgym.train.columns`) are.
 
     Returns:
         Lists for ``episode_id``, ``task_id``, ``agent``, ``branch``, ``prompt``, ``messages``, ``action``,
-        ``reward_terms``; tensors ``reward``, ``off_turn_reward`` (float32), ``turn``, ``step`` (int64),
+        ``reward_terms``; tensors ``rewards``, ``off_turn_rewards`` (float32), ``turn``, ``step`` (int64),
         ``done`` (bool), ``term_<name>`` (float32, 0 where a record lacks the term) for every term name,
-        ``group_id`` (int64, AT-GRPO's key: same task, agent and turn, via ``teamgym.algos.group_ids``) and
-        ``episode_index`` (int64, dense ids of ``episode_id``).
+        ``group_ids`` (int64, AT-GRPO's group key (task, agent, turn): :func:`teamgym.algos.at_grpo_group_ids`, the
+        function the rollout batch numbers its tree nodes with) and ``episode_ids`` (int64, dense ids of
+        ``episode_id``).
     """
     rows = list(records)
     batch: dict[str, Any] = {
@@ -230,8 +232,8 @@ def to_batch(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "reward_terms",
         )
     }
-    batch["reward"] = torch.tensor([float(row["reward"]) for row in rows], dtype=torch.float32)  # (N,)
-    batch["off_turn_reward"] = torch.tensor(
+    batch["rewards"] = torch.tensor([float(row["reward"]) for row in rows], dtype=torch.float32)  # (N,)
+    batch["off_turn_rewards"] = torch.tensor(
         [float(row["off_turn_reward"]) for row in rows], dtype=torch.float32
     )
     batch["turn"] = torch.tensor([int(row["turn"]) for row in rows], dtype=torch.int64)  # (N,)
@@ -243,10 +245,10 @@ def to_batch(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             [float(row["reward_terms"].get(name, 0.0)) for row in rows], dtype=torch.float32
         )
     tasks = [_hashable(task) for task in batch["task_id"]]
-    batch["group_id"] = (
-        group_ids(tasks, batch["agent"], batch["turn"]) if rows else torch.zeros(0, dtype=torch.int64)
+    batch["group_ids"] = (
+        at_grpo_group_ids(tasks, batch["agent"], batch["turn"]) if rows else torch.zeros(0, dtype=torch.int64)
     )
-    batch["episode_index"] = factorize(batch["episode_id"])[0] if rows else torch.zeros(0, dtype=torch.int64)
+    batch["episode_ids"] = factorize(batch["episode_id"])[0] if rows else torch.zeros(0, dtype=torch.int64)
     return batch
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pettingzoo import AECEnv
 
-from teamgym.core.env import Policy
+from teamgym.core.outcome import Policy
 from teamgym.errors import InvalidArgumentError
 from teamgym.wrappers.mixing import team_return
 from teamgym.wrappers.process import ProcessStep, StepScorer

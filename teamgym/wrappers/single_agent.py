@@ -32,7 +32,7 @@ from typing import Any
 import gymnasium
 from pettingzoo import AECEnv
 
-from teamgym.core.env import Policy
+from teamgym.core.outcome import Policy
 from teamgym.errors import EnvStateError, InvalidArgumentError
 
 __all__ = ["SingleAgentView"]

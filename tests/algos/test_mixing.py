@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from teamgym.algos import AlphaMixer, BanditAlpha, StaticAlpha, mix_rewards
+from teamgym.algos import AlphaMixer, BanditAlpha, StaticAlpha
+from teamgym.core.rewards import mix
 from teamgym.errors import CheckpointError, InvalidArgumentError
 
 
@@ -15,7 +16,7 @@ def test_static_alpha_global_and_per_agent():
     clone.load_state_dict(mixer.state_dict())
     assert clone.alpha_for("coder") == 2.0
     assert isinstance(mixer, AlphaMixer) and isinstance(BanditAlpha(["a"]), AlphaMixer)
-    assert mix_rewards(1.0, 0.25, 2.0) == 2.25
+    assert mix({"team": 1.0, "local": 0.25}, 2.0) == 2.25  # the one mixing function the alphas feed
     with pytest.raises(InvalidArgumentError):
         StaticAlpha(float("nan"))
 

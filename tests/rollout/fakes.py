@@ -1,4 +1,4 @@
-"""Test doubles: a scripted policy and fake vLLM engines following vLLM's offline API.
+"""Test doubles: a scripted sampler and fake vLLM engines following vLLM's offline API.
 
 The fakes are importable module-level classes so that Ray actors can build them (``FakeEngineFactory``).
 """
@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from teamgym.rollout.sampling import Completion, SamplingParams
-from teamgym.rollout.vllm import VLLMPolicy
+from teamgym.rollout.vllm import VLLMSampler
 
 
-class ScriptedPolicy:
+class ScriptedSampler:
     """``text_fn(prompt, j)`` gives the j-th of the n completions for a prompt; records every call."""
 
     def __init__(self, text_fn: Callable[[str, int], str]):
@@ -133,20 +133,20 @@ class EchoLLM(FakeLLM):
 
 @dataclass(frozen=True)
 class FakeEngineFactory:
-    """``(engine_index) -> VLLMPolicy`` over an :class:`EchoLLM`, built inside a Ray actor (picklable).
+    """``(engine_index) -> VLLMSampler`` over an :class:`EchoLLM`, built inside a Ray actor (picklable).
 
     ``char_tokenizer=True`` tokenizes as the tiny model does, so the trainer can score the completions.
     """
 
     char_tokenizer: bool = False
 
-    def __call__(self, engine_index: int) -> VLLMPolicy:
+    def __call__(self, engine_index: int) -> VLLMSampler:
         tokenizer = None
         if self.char_tokenizer:
             from teamgym.rollout.tiny import char_tokenizer
 
             tokenizer = char_tokenizer()
-        return VLLMPolicy(EchoLLM(engine_index, tokenizer), sampling_params_cls=FakeVLLMSamplingParams)
+        return VLLMSampler(EchoLLM(engine_index, tokenizer), sampling_params_cls=FakeVLLMSamplingParams)
 
 
 class TensorParallelFakeLLM(FakeLLM):

@@ -12,9 +12,9 @@ import torch
 import teamgym
 from teamgym.algos import at_grpo, choose_greedy, grpo, tree_step
 from teamgym.errors import InvalidArgumentError
-from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeSampling, task_seed
+from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeSampling, default_prompt, task_seed
 from teamgym.rollout.slot import EnvSlot, LocalSlots, Scored, _chooser, _restore, _snapshot
-from tests.rollout.fakes import ScriptedPolicy
+from tests.rollout.fakes import ScriptedSampler
 from tests.support.relay_env import RelayEnv
 
 SPEAKER = ["", "word is banana", "The word is {word}", "hm"]
@@ -40,10 +40,11 @@ def either_text(prompt: str, j: int) -> str:
 
 
 def make_engine(tree: TreeSampling, shared: bool = True, max_turns: int = 3, **kwargs) -> RolloutEngine:
-    speaker = ScriptedPolicy(either_text if shared else speaker_text)
-    listener = speaker if shared else ScriptedPolicy(listener_text)
-    return RolloutEngine(lambda: RelayEnv(max_turns=max_turns), {"speaker": speaker, "listener": listener},
-                         sampling=SamplingParams(max_tokens=16), tree=tree, **kwargs)
+    speaker = ScriptedSampler(either_text if shared else speaker_text)
+    listener = speaker if shared else ScriptedSampler(listener_text)
+    return RolloutEngine(LocalSlots(lambda: RelayEnv(max_turns=max_turns), default_prompt),
+                         {"speaker": speaker, "listener": listener}, sampling=SamplingParams(max_tokens=16), tree=tree,
+                         **kwargs)
 
 
 def replay_reward(row: dict, batch_rows: list[dict], max_turns: int = 3) -> tuple[float, dict]:
@@ -77,7 +78,7 @@ def test_every_branch_is_scored_on_its_own_state(strategy):
 def test_groups_never_mix_tasks_or_episodes():
     engine = make_engine(TreeSampling(k=4))
     batch = engine.rollout(["apple", "river", "apple", "violet"]).batch
-    ids = batch.group_ids()
+    ids = batch.node_ids()
     for g in ids.unique().tolist():
         members = (ids == g).nonzero().flatten().tolist()
         assert len(members) == 4
@@ -117,7 +118,7 @@ def test_chosen_branch_is_the_greedy_argmax():
 def test_one_generate_call_per_policy_per_step():
     engine = make_engine(TreeSampling(k=3), shared=False)
     engine.rollout(["apple", "river", "copper"])
-    speaker, listener = engine.policies["speaker"], engine.policies["listener"]
+    speaker, listener = engine.samplers["speaker"], engine.samplers["listener"]
     for prompts, n in speaker.calls + listener.calls:
         assert n == 3 and len(prompts) <= 3
     assert len(speaker.calls[0][0]) == 3  # the first step batches all three envs' prompts
@@ -127,7 +128,7 @@ def test_shared_policy_serves_every_role():
     engine = make_engine(TreeSampling(k=2), shared=True)
     result = engine.rollout(["apple"])
     assert {r["agent"] for r in result.batch.rows()} == {"speaker", "listener"}
-    assert len(engine.policies["speaker"].calls) == len(result.batch) // 2
+    assert len(engine.samplers["speaker"].calls) == len(result.batch) // 2
 
 
 def test_adaptive_k_spends_more_only_where_candidates_disagree():
@@ -163,8 +164,8 @@ def test_explicit_seeds_replay_a_task_from_one_state():
             seen.append((options["task_id"], seed))
             return super().reset(seed=seed, options=options)
 
-    engine = RolloutEngine(SeededRelay, {"speaker": ScriptedPolicy(lambda p, j: "x"),
-                                         "listener": ScriptedPolicy(lambda p, j: "y")}, tree=TreeSampling(k=1))
+    engine = RolloutEngine(LocalSlots(SeededRelay, default_prompt), {"speaker": ScriptedSampler(lambda p, j: "x"),
+                                         "listener": ScriptedSampler(lambda p, j: "y")}, tree=TreeSampling(k=1))
     engine.rollout(["apple", "apple", "river"])
     default = list(seen)
     assert default[0][1] != default[1][1]  # by default each (task, slot) has its own seed, as before
@@ -178,7 +179,7 @@ def test_explicit_seeds_replay_a_task_from_one_state():
 
 
 def test_unknown_agent_policy_is_named():
-    engine = RolloutEngine(lambda: RelayEnv(), {"speaker": ScriptedPolicy(speaker_text)})
+    engine = RolloutEngine(LocalSlots(lambda: RelayEnv(), default_prompt), {"speaker": ScriptedSampler(speaker_text)})
     with pytest.raises(InvalidArgumentError, match="listener"):
         engine.rollout(["apple"])
 
@@ -255,7 +256,8 @@ def test_slot_expansion_equals_the_tree_step_reference(strategy, env_id):
     results = []
     for slots_cls in (LocalSlots, ReferenceSlots):
         engine = make_engine(tree, seed=7) if text is None else RolloutEngine(
-            env_fn, {"tool": ScriptedPolicy(text), "planner": ScriptedPolicy(text)}, tree=tree, seed=7)
+            LocalSlots(env_fn, default_prompt), {"tool": ScriptedSampler(text), "planner": ScriptedSampler(text)},
+            tree=tree, seed=7)
         engine.slots = slots_cls(env_fn, engine.slots.prompt_formatter)
         result = engine.rollout(tasks)
         ends = [(s.env.history, s.env.rewards, s.env.infos, s.env.agent_selection) for s in engine.slots.slots]
@@ -293,7 +295,8 @@ def test_slot_skips_copies_it_does_not_need():
 
 def test_others_terms_survive_select_concat_and_rows_without_them(tmp_path):
     env_fn = partial(teamgym.make, "plan_path-v0", size=4, max_turns=2)
-    engine = RolloutEngine(env_fn, {"tool": ScriptedPolicy(plan_text), "planner": ScriptedPolicy(plan_text)},
+    engine = RolloutEngine(LocalSlots(env_fn, default_prompt),
+                           {"tool": ScriptedSampler(plan_text), "planner": ScriptedSampler(plan_text)},
                            tree=TreeSampling(k=2))
     batch = engine.rollout([1, 2]).batch
     engine.close()
@@ -372,14 +375,15 @@ def test_waves_generate_each_wave_apart_and_overlap_its_env_work():
             stepped.set()
             super().step(action)
 
-    class WaitingPolicy(ScriptedPolicy):
+    class WaitingPolicy(ScriptedSampler):
         def generate(self, prompts, n, sampling):
             if len(self.calls) == 1:  # the second wave's first call, while wave 0's candidates are stepped
                 overlapped.append(("river" in prompts[0] and "violet" in prompts[1], stepped.wait(timeout=10)))
             return super().generate(prompts, n, sampling)
 
     policy = WaitingPolicy(either_text)
-    engine = RolloutEngine(WatchedRelay, {"speaker": policy, "listener": policy}, tree=TreeSampling(k=2), waves=2)
+    engine = RolloutEngine(LocalSlots(WatchedRelay, default_prompt), {"speaker": policy, "listener": policy},
+                           tree=TreeSampling(k=2), waves=2)
     result = engine.rollout(["apple", "river", "copper", "violet"])
     engine.close()
     assert overlapped == [(True, True)]
@@ -395,8 +399,9 @@ def test_an_env_error_in_a_wave_reaches_the_caller_and_the_engine_goes_on():
                 raise RuntimeError("env broke on copper")
             super().step(action)
 
-    policy = ScriptedPolicy(either_text)
-    engine = RolloutEngine(Fragile, {"speaker": policy, "listener": policy}, tree=TreeSampling(k=2), waves=2)
+    policy = ScriptedSampler(either_text)
+    engine = RolloutEngine(LocalSlots(Fragile, default_prompt), {"speaker": policy, "listener": policy},
+                           tree=TreeSampling(k=2), waves=2)
     with pytest.raises(RuntimeError, match="env broke on copper"):
         engine.rollout(["apple", "copper", "river"])
     result = engine.rollout(["apple", "river", "violet"])
@@ -432,9 +437,9 @@ def test_chat_prompt_renders_the_envs_messages_in_the_template():
     system, user = (m["content"] for m in env.infos["listener"]["messages"])
     assert text == f"<|system|>{system}<|end|>\n<|user|>{user}<|end|>\n<|assistant|>"
     assert "The speaker said: The word is apple" in text
-    policy = ScriptedPolicy(lambda p, j: "apple" if "<|assistant|>" in p else "")
-    engine = RolloutEngine(RelayEnv, {"speaker": policy, "listener": policy}, tree=TreeSampling(k=2),
-                           prompt_formatter=prompt)
+    policy = ScriptedSampler(lambda p, j: "apple" if "<|assistant|>" in p else "")
+    engine = RolloutEngine(LocalSlots(RelayEnv, prompt), {"speaker": policy, "listener": policy},
+                           tree=TreeSampling(k=2))
     rows = engine.rollout(["apple"]).batch.rows()
     assert rows and all(r["text"] == "apple" for r in rows)  # every node's prompt went through the template
 

@@ -13,8 +13,8 @@ def test_tiny_policy_on_cuda_scores_what_it_sampled():
     policy = HFPolicy.tiny(seed=0)
     policy.model.to("cuda")
     policy.device = torch.device("cuda")
-    policy.generator = torch.Generator(device="cuda")
-    policy.generator.manual_seed(0)
+    policy.rng = torch.Generator(device="cuda")
+    policy.rng.manual_seed(0)
     out = [c for g in policy.generate(["abc", "a longer prompt"], 4, SamplingParams(max_tokens=12)) for c in g]
     logprobs, _, mask = policy.score([c.prompt_ids for c in out], [c.token_ids for c in out])
     for i, c in enumerate(out):

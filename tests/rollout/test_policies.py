@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
-from teamgym.rollout import HFPolicy, Policy, SamplingParams, VLLMPolicy
+from teamgym.rollout import HFPolicy, Sampler, SamplingParams, VLLMSampler
 from teamgym.rollout.tiny import char_tokenizer
 from teamgym.rollout.vllm import trainer_weights
 from tests.rollout.fakes import FakeLLM, FakeVLLMSamplingParams
@@ -28,7 +28,7 @@ def test_char_tokenizer_roundtrips_prompts():
 
 def test_generate_returns_n_completions_with_logprobs(policy):
     out = policy.generate(["abc", "hello"], 3, SamplingParams(max_tokens=6))
-    assert isinstance(policy, Policy)
+    assert isinstance(policy, Sampler)
     assert [len(g) for g in out] == [3, 3]
     for group in out:
         for c in group:
@@ -86,7 +86,7 @@ def test_missing_transformers_names_the_extra(monkeypatch):
 
 def test_vllm_policy_maps_the_vllm_api():
     llm = FakeLLM()
-    policy = VLLMPolicy(llm, sampling_params_cls=FakeVLLMSamplingParams)
+    policy = VLLMSampler(llm, sampling_params_cls=FakeVLLMSamplingParams)
     out = policy.generate(["p1", "p2"], 3, SamplingParams(max_tokens=4, stop=("\n",), seed=1))
     prompts, params = llm.calls[0]
     # token ids, tokenized without special tokens (as the HF policy does), so vLLM adds no BOS of its own
@@ -100,7 +100,7 @@ def test_vllm_policy_maps_the_vllm_api():
 
 def test_vllm_weight_sync_loads_every_tensor_and_resets_the_prefix_cache(policy):
     llm = FakeLLM()
-    vllm_policy = VLLMPolicy(llm, sampling_params_cls=FakeVLLMSamplingParams)
+    vllm_policy = VLLMSampler(llm, sampling_params_cls=FakeVLLMSamplingParams)
     sent = vllm_policy.sync_weights(policy.model)
     names = [name for name, _ in llm.model.loaded]
     assert sent == len(names) == len(policy.model.state_dict())
@@ -115,7 +115,7 @@ def test_vllm_weight_sync_prefers_the_workers_reload_weights(policy):
     worker = llm.llm_engine.model_executor.driver_worker
     worker.reload_weights = lambda weights_iterator, is_checkpoint_format: reloaded.append(
         (list(weights_iterator), is_checkpoint_format))
-    sent = VLLMPolicy(llm, sampling_params_cls=FakeVLLMSamplingParams).sync_weights(policy.model)
+    sent = VLLMSampler(llm, sampling_params_cls=FakeVLLMSamplingParams).sync_weights(policy.model)
     ((weights, checkpoint_format),) = reloaded
     assert sent == len(weights) == len(policy.model.state_dict()) and checkpoint_format is True
     assert llm.model.loaded == [] and llm.cache_resets == 1
@@ -153,4 +153,4 @@ def test_lora_weights_collected_first_are_still_the_merged_ones():
 def test_vllm_missing_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(DependencyNotInstalled, match=r"teamgym\[vllm\]"):
-        VLLMPolicy(FakeLLM())
+        VLLMSampler(FakeLLM())

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
-from teamgym.rollout import HFPolicy, SamplingParams, VLLMPolicy
-from teamgym.rollout.ray_vllm import RayVLLMPolicy, VLLMEngineSpec, shard_sizes
+from teamgym.rollout import HFPolicy, SamplingParams, VLLMSampler
+from teamgym.rollout.ray_vllm import RayVLLMSampler, VLLMEngineSpec, shard_sizes
 from teamgym.rollout.vllm import trainer_weights
 from tests.rollout.fakes import FakeEngineFactory, FakeVLLMSamplingParams, TensorParallelFakeLLM, weights_fingerprint
 
@@ -22,7 +22,7 @@ SAMPLING = SamplingParams(max_tokens=4)
 
 @pytest.fixture(scope="module")
 def three_engines(local_ray):
-    policy = RayVLLMPolicy(FakeEngineFactory(), num_engines=3, num_gpus=0)
+    policy = RayVLLMSampler(FakeEngineFactory(), num_engines=3, num_gpus=0)
     yield policy
     policy.close()
 
@@ -66,21 +66,21 @@ def test_weights_reach_every_engine(three_engines):
 
 def test_bad_arguments_name_the_value(three_engines):
     with pytest.raises(InvalidArgumentError, match="num_engines=0"):
-        RayVLLMPolicy(FakeEngineFactory(), num_engines=0)
+        RayVLLMSampler(FakeEngineFactory(), num_engines=0)
     with pytest.raises(InvalidArgumentError, match="num_gpus=-1"):
-        RayVLLMPolicy(FakeEngineFactory(), num_gpus=-1)
+        RayVLLMSampler(FakeEngineFactory(), num_gpus=-1)
     with pytest.raises(InvalidArgumentError, match="num_gpus=1.5"):
-        RayVLLMPolicy(FakeEngineFactory(), num_gpus=1.5)
+        RayVLLMSampler(FakeEngineFactory(), num_gpus=1.5)
     with pytest.raises(InvalidArgumentError, match="engine_factory="):
-        RayVLLMPolicy("/models/qwen")
+        RayVLLMSampler("/models/qwen")
     with pytest.raises(InvalidArgumentError, match="num_gpus=0.5 with tensor_parallel_size=2"):
-        RayVLLMPolicy.from_model("/models/qwen", tensor_parallel_size=2, num_gpus=0.5)
+        RayVLLMSampler.from_model("/models/qwen", tensor_parallel_size=2, num_gpus=0.5)
     with pytest.raises(InvalidArgumentError, match="n=0"):
         three_engines.generate(["a"], 0, SAMPLING)
 
 
 def test_close_kills_the_actors(local_ray):
-    policy = RayVLLMPolicy(FakeEngineFactory(), num_engines=1, num_gpus=0)
+    policy = RayVLLMSampler(FakeEngineFactory(), num_engines=1, num_gpus=0)
     (actor,) = policy.actors
     assert policy.generate(["a"], 1, SAMPLING)[0][0].text.startswith("0|")
     policy.close()
@@ -116,13 +116,13 @@ def test_engine_spec_starts_an_in_process_engine_core_with_its_seed(monkeypatch)
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
     policy = VLLMEngineSpec("/models/qwen", seed=7)(2)
     ((multiprocessing, kwargs),) = started
-    assert isinstance(policy, VLLMPolicy) and multiprocessing == "0"
+    assert isinstance(policy, VLLMSampler) and multiprocessing == "0"
     assert kwargs["model"] == "/models/qwen" and kwargs["seed"] == 9 and kwargs["enable_prefix_caching"] is True
 
 
 def test_tensor_parallel_engine_loads_weights_on_every_rank():
     llm = TensorParallelFakeLLM(ranks=2)
-    policy = VLLMPolicy(llm, sampling_params_cls=FakeVLLMSamplingParams)
+    policy = VLLMSampler(llm, sampling_params_cls=FakeVLLMSamplingParams)
     model = HFPolicy.tiny(seed=0, n_layer=1, n_embd=16, n_head=1).model
     assert policy.sync_weights(model) == len(model.state_dict())
     assert [len(w.model_runner.model.loaded) for w in llm.workers] == [len(model.state_dict())] * 2
@@ -132,7 +132,7 @@ def test_tensor_parallel_engine_loads_weights_on_every_rank():
 def test_missing_ray_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(DependencyNotInstalled, match=r"teamgym\[ray\]"):
-        RayVLLMPolicy(FakeEngineFactory())
+        RayVLLMSampler(FakeEngineFactory())
 
 
 # ---------------------------------------------------------------------------------------------- GPU, real vLLM
@@ -153,7 +153,7 @@ def mean_logprob(groups) -> float:
 def test_real_vllm_engines_generate_and_take_synced_weights(local_ray, tmp_path):
     pytest.importorskip("vllm")
     source = save_tiny_checkpoint(tmp_path / "tiny")
-    policy = RayVLLMPolicy.from_model(str(tmp_path / "tiny"), num_engines=2, num_gpus=0.3,
+    policy = RayVLLMSampler.from_model(str(tmp_path / "tiny"), num_engines=2, num_gpus=0.3,
                                       gpu_memory_utilization=0.2, max_model_len=256, enforce_eager=True)
     try:
         prompts = ["go R", "go D", "abc", "a longer prompt"]

@@ -18,7 +18,7 @@ from teamgym.rollout import HFPolicy, SamplingParams
 
 vllm = pytest.importorskip("vllm")
 
-from teamgym.rollout.vllm import VLLMPolicy  # noqa: E402
+from teamgym.rollout.vllm import VLLMSampler  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 # GiB of KV cache for the CPU backend, whose default is sized for servers (read when an engine starts).
@@ -43,7 +43,7 @@ def checkpoint(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(checkpoint):
-    policy = VLLMPolicy.from_model(checkpoint, max_model_len=512, gpu_memory_utilization=0.2, dtype="float32")
+    policy = VLLMSampler.from_model(checkpoint, max_model_len=512, gpu_memory_utilization=0.2, dtype="float32")
     yield policy
     del policy
 
@@ -154,11 +154,11 @@ def test_trainer_samples_with_vllm_and_trains_against_its_logprobs(tmp_path, mon
     device = "cuda" if torch.cuda.is_available() else "cpu"
     layout = {"vllm_engines": engines, "vllm_gpus_per_engine": 0.3} if engines > 1 and device == "cuda" else {
         "vllm_engines": engines}
-    config = TrainConfig(env_id="relay-v0", env_kwargs={"max_turns": 2}, model=checkpoint, generator="vllm",
-                         device=device, vllm_gpu_memory_utilization=0.2, **layout, steps=3, lr=3e-3,
-                         entropy_coef=0.05, tasks_per_step=4, k=2, epochs=1, micro_batch_size=4096, max_new_tokens=8,
-                         sft_steps=0, eval_tasks=2, checkpoint_every=3, output_dir=str(tmp_path / "run"),
-                         progress_bar=False, plot=False, torch_threads=1)
+    config = TrainConfig.from_dict(dict(
+        env_id="relay-v0", env_kwargs={"max_turns": 2}, model=checkpoint, generator="vllm", device=device,
+        vllm_gpu_memory_utilization=0.2, **layout, steps=3, lr=3e-3, entropy_coef=0.05, tasks_per_step=4, k=2,
+        epochs=1, micro_batch_size=4096, max_new_tokens=8, sft_steps=0, eval_tasks=2, checkpoint_every=3,
+        output_dir=str(tmp_path / "run"), progress_bar=False, plot=False, torch_threads=1))
     summary = train(config)
     rows = read_metrics(config.output_dir)
     assert [r["step"] for r in rows] == [0, 1, 2] and summary["steps"] == 3
@@ -170,10 +170,10 @@ def test_trainer_samples_with_vllm_and_trains_against_its_logprobs(tmp_path, mon
 def test_ray_engines_shard_prompts_and_load_synced_weights(local_ray, checkpoint, trainer_model):
     """Two real vLLM engines as Ray actors (no GPU reserved on a CPU machine): answers come back in prompt order
     with the trainer's logprobs, before and after a weight sync."""
-    from teamgym.rollout.ray_vllm import RayVLLMPolicy
+    from teamgym.rollout.ray_vllm import RayVLLMSampler
 
     env_vars = {"VLLM_CPU_KVCACHE_SPACE": os.environ["VLLM_CPU_KVCACHE_SPACE"]}
-    policy = RayVLLMPolicy.from_model(checkpoint, num_engines=2, num_gpus=0 if not torch.cuda.is_available() else 0.2,
+    policy = RayVLLMSampler.from_model(checkpoint, num_engines=2, num_gpus=0 if not torch.cuda.is_available() else 0.2,
                                       gpu_memory_utilization=0.1, dtype="float32", max_model_len=512,
                                       actor_options={"runtime_env": {"env_vars": env_vars}})
     try:
@@ -200,7 +200,7 @@ def test_tensor_parallel_engine_loads_synced_weights_on_every_rank(checkpoint, t
             pytest.skip("needs 2 CPU cores for two CPU ranks")
         monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0|1")  # one core per rank (the auto binding wants NUMA nodes)
         getattr(vllm.envs, "disable_envs_cache", lambda: None)()  # an earlier engine froze vLLM's env reads
-    policy = VLLMPolicy.from_model(checkpoint, max_model_len=512, gpu_memory_utilization=0.2, dtype="float32",
+    policy = VLLMSampler.from_model(checkpoint, max_model_len=512, gpu_memory_utilization=0.2, dtype="float32",
                                    tensor_parallel_size=2, distributed_executor_backend="mp")
     assert getattr(policy.llm.llm_engine.model_executor, "driver_worker", None) is None  # workers out of process
     sampling = SamplingParams(temperature=1.0, max_tokens=10, seed=2)

@@ -13,11 +13,12 @@ import teamgym
 from teamgym.algos import gigpo, team_gigpo, tree_values, treerl_advantages
 from teamgym.envs.planning.plan_path import PlanPathEnv
 from teamgym.errors import InvalidArgumentError
-from teamgym.rollout import AgentTurnBatch, RolloutEngine, TreeSampling, task_seed
-from teamgym.train.advantages import compute_advantages
-from teamgym.train.columns import credited_rewards, sampling_forest, trajectory_columns
-from teamgym.train.trainer import remix_rewards
-from tests.rollout.fakes import ScriptedPolicy
+from teamgym.rollout import AgentTurnBatch, LocalSlots, RolloutEngine, TreeSampling, default_prompt, task_seed
+from teamgym.train import TrainConfig
+from teamgym.train.alpha import remix_rewards
+from teamgym.train.columns import batch_columns, credited_rewards, sampling_forest, trajectory_returns
+from teamgym.train.estimators import estimate, make_estimator
+from tests.rollout.fakes import ScriptedSampler
 
 AGENTS = ("coder", "tester", "judge")
 
@@ -125,16 +126,18 @@ def reference_forest(batch: AgentTurnBatch) -> tuple[list[int], list[float]]:
 def test_trajectory_columns_match_the_reference(seed, per_agent):
     batch = random_trajectory_batch(seed)
     gamma = [0.0, 0.5, 0.95, 1.0][seed % 4]
-    columns = trajectory_columns(batch, gamma=gamma, per_agent=per_agent)
+    prefix = "agent_" if per_agent else ""
+    names = (f"{prefix}episode_returns", f"{prefix}step_returns", "task_ids", "episode_ids", "anchor_ids")
+    columns = batch_columns(batch, names, rollout="trajectory", gamma=gamma)
     episode, step = reference_returns(batch, gamma, per_agent)
-    assert torch.allclose(columns["episode_returns"], torch.tensor(episode), atol=1e-5)
-    assert torch.allclose(columns["step_returns"], torch.tensor(step), atol=1e-5)
+    assert torch.allclose(columns[f"{prefix}episode_returns"], torch.tensor(episode), atol=1e-5)
+    assert torch.allclose(columns[f"{prefix}step_returns"], torch.tensor(step), atol=1e-5)
     rows = batch.rows()
     for i, a in enumerate(rows):
         for j, b in enumerate(rows):
-            assert (columns["group_ids"][i] == columns["group_ids"][j]) == (a["task_id"] == b["task_id"])
-            assert (columns["trajectory_ids"][i] == columns["trajectory_ids"][j]) == (a["episode_id"] ==
-                                                                                       b["episode_id"])
+            assert (columns["task_ids"][i] == columns["task_ids"][j]) == (a["task_id"] == b["task_id"])
+            assert (columns["episode_ids"][i] == columns["episode_ids"][j]) == (a["episode_id"] ==
+                                                                                 b["episode_id"])
             same_anchor = a["task_id"] == b["task_id"] and a["anchor"] == b["anchor"]
             assert (columns["anchor_ids"][i] == columns["anchor_ids"][j]) == same_anchor
 
@@ -142,16 +145,18 @@ def test_trajectory_columns_match_the_reference(seed, per_agent):
 def test_trajectory_estimators_accept_the_columns():
     batch = random_trajectory_batch(3)
     for name, fn, per_agent in (("gigpo", gigpo, False), ("team_gigpo", team_gigpo, True)):
-        c = trajectory_columns(batch, gamma=0.9, per_agent=per_agent)
-        ids = [c["group_ids"], c["trajectory_ids"]] + ([c["agent_ids"]] if per_agent else []) + [c["anchor_ids"]]
-        expected = fn(c["episode_returns"], c["step_returns"], *ids, omega=0.5)
-        got = compute_advantages(name, batch, rollout="trajectory", gamma=0.9, omega=0.5)
+        prefix = "agent_" if per_agent else ""
+        c = batch_columns(batch, (f"{prefix}episode_returns", f"{prefix}step_returns", "task_ids", "episode_ids",
+                                  "agent_ids", "anchor_ids"), rollout="trajectory", gamma=0.9)
+        ids = [c["task_ids"], c["episode_ids"]] + ([c["agent_ids"]] if per_agent else []) + [c["anchor_ids"]]
+        expected = fn(c[f"{prefix}episode_returns"], c[f"{prefix}step_returns"], *ids, omega=0.5)
+        got = estimate(make_estimator(TrainConfig(algo=name, omega=0.5)), batch, rollout="trajectory", gamma=0.9)
         assert torch.allclose(got, expected.float()) and torch.isfinite(got).all()
 
 
 def test_trajectory_columns_refuse_a_tree_batch():
     with pytest.raises(InvalidArgumentError, match="k=1"):
-        trajectory_columns(random_tree_batch(0), gamma=0.95, per_agent=False)
+        batch_columns(random_tree_batch(0), ("episode_returns",), rollout="trajectory")
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -173,7 +178,7 @@ def test_forest_values_mean_the_outcome_below_a_node():
     assert leaf.tolist() == [0.0, 1.0, 3.0, 1.0, 0.0]  # the last chosen leaf holds the episode return 1 + 2
     values = tree_values(parents, leaf).value
     assert values.tolist() == [0.0, 2.0, 3.0, 1.0, 4.0 / 3.0]  # root: mean outcome of the 3 leaves
-    advantages = compute_advantages("treerl", batch)
+    advantages = estimate(make_estimator(TrainConfig(algo="treerl")), batch, rollout="tree")
     assert advantages.shape == (4,)
     assert torch.allclose(advantages, treerl_advantages(parents, leaf)[:4])
     assert advantages[1] > 0 > advantages[0]  # the branch whose continuations did better gets the credit
@@ -186,13 +191,13 @@ def test_per_agent_returns_sum_to_the_team_return(seed):
     for r in rows:  # pay only agents that act in the episode
         r["others_rewards"] = {a: v for a, v in r["others_rewards"].items() if (r["episode_id"], a) in acting}
     batch = AgentTurnBatch.from_rows(rows)
-    team = trajectory_columns(batch, gamma=0.9, per_agent=False)
-    agents = trajectory_columns(batch, gamma=0.9, per_agent=True)
+    team = trajectory_returns(batch, gamma=0.9, per_agent=False)[0]
+    agents = trajectory_returns(batch, gamma=0.9, per_agent=True)[0]
     for episode in set(batch.episode_id):
         rows = [i for i, e in enumerate(batch.episode_id) if e == episode]
         first = {batch.agent[i]: i for i in reversed(rows)}  # one row per agent
-        total = sum(float(agents["episode_returns"][i]) for i in first.values())
-        assert total == pytest.approx(float(team["episode_returns"][rows[0]]), abs=1e-4)
+        total = sum(float(agents[i]) for i in first.values())
+        assert total == pytest.approx(float(team[rows[0]]), abs=1e-4)
 
 
 def test_credit_goes_to_the_most_recent_own_turn():
@@ -203,8 +208,8 @@ def test_credit_goes_to_the_most_recent_own_turn():
     batch = AgentTurnBatch.from_rows(rows)
     assert credited_rewards(batch, per_agent=True).tolist() == [0.0, 7.5, 0.0, 0.0, 8.25, 0.0]  # c never acts
     assert credited_rewards(batch, per_agent=False).tolist() == [1.0, 0.5, 2.0, 13.0, 0.25, 8.0]
-    columns = trajectory_columns(batch, gamma=0.5, per_agent=True)
-    assert columns["episode_returns"][1] == 15.75 and columns["step_returns"][1] == 7.5 + 0.5 * 8.25
+    episode_returns, step_returns = trajectory_returns(batch, gamma=0.5, per_agent=True)
+    assert episode_returns[1] == 15.75 and step_returns[1] == 7.5 + 0.5 * 8.25
 
 
 TOOL_TEXTS = ["```python\nprint('Actions: D,R')\n```", "Actions: D,R", "```python\nraise SystemExit(1)\n```", "oracle",
@@ -227,7 +232,8 @@ def plan_planner(prompt: str, j: int) -> str:
 
 def plan_path_rollout(alpha: float | dict[str, float]):
     env_fn = partial(teamgym.make, "plan_path-v0", size=4, max_turns=3, alpha=alpha)
-    engine = RolloutEngine(env_fn, {"tool": ScriptedPolicy(plan_tool), "planner": ScriptedPolicy(plan_planner)},
+    engine = RolloutEngine(LocalSlots(env_fn, default_prompt),
+                           {"tool": ScriptedSampler(plan_tool), "planner": ScriptedSampler(plan_planner)},
                            tree=TreeSampling(k=1))
     tasks = [t for t in range(6) for _ in range(2)]
     try:
@@ -237,13 +243,13 @@ def plan_path_rollout(alpha: float | dict[str, float]):
 
 
 def assert_returns_match_the_summaries(batch: AgentTurnBatch, episodes: list[dict]) -> None:
-    agents = trajectory_columns(batch, gamma=0.95, per_agent=True)
-    team = trajectory_columns(batch, gamma=0.95, per_agent=False)
+    agents = trajectory_returns(batch, gamma=0.95, per_agent=True)[0]
+    team = trajectory_returns(batch, gamma=0.95, per_agent=False)[0]
     by_id = {e["episode_id"]: e for e in episodes}
     for i, (episode, agent) in enumerate(zip(batch.episode_id, batch.agent, strict=True)):
         returns = by_id[episode]["returns"]
-        assert float(agents["episode_returns"][i]) == pytest.approx(returns[agent], abs=1e-5)
-        assert float(team["episode_returns"][i]) == pytest.approx(sum(returns.values()), abs=1e-5)
+        assert float(agents[i]) == pytest.approx(returns[agent], abs=1e-5)
+        assert float(team[i]) == pytest.approx(sum(returns.values()), abs=1e-5)
 
 
 def test_plan_path_per_agent_returns_equal_the_env_summary():

@@ -21,7 +21,7 @@ from teamgym.train.cli import add_arguments, config_from_args
 )
 def test_bad_values_name_field_value_and_fix(field, value, expected):
     with pytest.raises(InvalidArgumentError, match="expected") as err:
-        TrainConfig(**{field: value})
+        TrainConfig.from_dict({field: value})
     assert field in str(err.value) and expected in str(err.value)
 
 
@@ -32,8 +32,8 @@ def test_unknown_algo_suggests_the_closest():
 
 def test_role_lr_needs_separate_models():
     with pytest.raises(InvalidArgumentError, match="shared_model=False"):
-        TrainConfig(role_lr={"tool": 1e-4})
-    assert TrainConfig(role_lr={"tool": 1e-4}, shared_model=False).role_lr == {"tool": 1e-4}
+        TrainConfig.from_dict({"role_lr": {"tool": 1e-4}})
+    assert TrainConfig.from_dict({"role_lr": {"tool": 1e-4}, "shared_model": False}).ppo.role_lr == {"tool": 1e-4}
 
 
 def test_unknown_fields_in_a_file_are_named(tmp_path):
@@ -63,7 +63,8 @@ def test_cli_precedence_file_then_set_then_flags(tmp_path):
     path.write_text(json.dumps({"steps": 7, "k": 3, "lr": 0.01}))
     config = config_from_args(_parse(["--config", str(path), "--set", "k=2", "--set", "env_kwargs={\"size\": 5}",
                                       "--steps", "9", "--output-dir", str(tmp_path / "run"), "--no-plot"]))
-    assert (config.steps, config.k, config.lr, config.env_kwargs, config.plot) == (9, 2, 0.01, {"size": 5}, False)
+    assert (config.steps, config.tree.k, config.ppo.lr, config.env_kwargs, config.plot) == (9, 2, 0.01, {"size": 5},
+                                                                                         False)
 
 
 def test_cli_unknown_set_field_is_named(tmp_path):
@@ -73,7 +74,7 @@ def test_cli_unknown_set_field_is_named(tmp_path):
 
 def test_defaults_are_the_embedded_main_job():
     config = TrainConfig()
-    assert (config.env_id, config.algo, config.k, config.strategy) == ("plan_path-v0", "at_grpo", 4, "greedy")
+    assert (config.env_id, config.algo, config.tree.k, config.tree.strategy) == ("plan_path-v0", "at_grpo", 4, "greedy")
 
 
 def test_the_documented_gpu_configs_are_valid(tmp_path):
@@ -84,8 +85,70 @@ def test_the_documented_gpu_configs_are_valid(tmp_path):
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text()
     blocks = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, flags=re.S)]
-    assert len(blocks) >= 2 and blocks[0]["generator"] == "vllm" and blocks[0]["prompt_format"] == "chat"
+    assert len(blocks) >= 2 and blocks[0]["sampling"]["backend"] == "vllm" and blocks[0]["prompt_format"] == "chat"
     base = {**blocks[0], "model": str(tmp_path)}
     for extra in [{}, *blocks[1:]]:
-        config = TrainConfig(**{**base, **extra})
-        assert config.generator == "vllm" and config.device == "cuda"
+        config = TrainConfig.from_dict({**base, **extra})
+        assert config.sampling.backend == "vllm" and config.device == "cuda"
+
+
+# ---------------------------------------------------------------------- sections, legacy names, generated flags
+
+
+def test_every_section_field_is_documented_and_has_a_flag_with_its_doc():
+    from teamgym.train.cli import flag_of
+    from teamgym.train.config import field_docs, field_paths
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    actions = {option: action for action in parser._actions for option in action.option_strings}
+    docs = field_docs()
+    assert set(docs) == set(field_paths()) and all(docs.values())
+    assert {"tree.k", "ppo.lr", "sampling.backend", "vllm.engines", "alpha"} <= set(docs)
+    for path, text in docs.items():
+        action = actions[flag_of(path)]
+        assert action.dest == path and text in action.help.replace("%%", "%")
+
+
+def test_the_flags_of_earlier_versions_still_work(tmp_path):
+    config = config_from_args(_parse(["--env", "plan_path-v0", "--k", "3", "--strategy", "top_m", "--lr", "0.01",
+                                      "--no-progress", "--generator", "hf", "--temperature", "0.5"]))
+    assert (config.env_id, config.tree.k, config.tree.strategy, config.ppo.lr, config.progress_bar) == (
+        "plan_path-v0", 3, "top_m", 0.01, False)
+    assert config.sampling == type(config.sampling)(temperature=0.5, backend="hf")
+
+
+def test_generated_flags_parse_by_the_fields_type():
+    config = config_from_args(_parse(["--tree-k", "2", "--ppo-dual-clip", "null", "--alpha", "bandit",
+                                      "--no-shared-model", "--ppo-role-lr", '{"tool": 0.001}',
+                                      "--spo-reward-range", "[-2.5, 2.5]"]))
+    assert (config.tree.k, config.ppo.dual_clip, config.alpha, config.shared_model) == (2, None, "bandit", False)
+    assert config.ppo.role_lr == {"tool": 0.001} and list(config.spo_reward_range) == [-2.5, 2.5]
+    assert config_from_args(_parse(["--alpha", "0.5"])).alpha == 0.5
+
+
+def test_a_flat_config_of_an_earlier_version_loads_as_the_nested_one(tmp_path):
+    flat = {"k": 3, "strategy": "top_m", "lr": 0.01, "generator": "hf", "vllm_gpu_memory_utilization": 0.3,
+            "temperature": 0.7, "alpha_mixer": "static", "alpha": 2.0, "steps": 5}
+    nested = {"tree": {"k": 3, "strategy": "top_m"}, "ppo": {"lr": 0.01}, "sampling.backend": "hf",
+              "vllm": {"gpu_memory_utilization": 0.3}, "sampling.temperature": 0.7, "alpha": 2.0, "steps": 5}
+    assert TrainConfig.from_dict(flat) == TrainConfig.from_dict(nested)
+    assert TrainConfig.from_dict({"alpha_mixer": "env", "alpha": 1.0}).alpha == "env"
+    path = tmp_path / "c.json"
+    TrainConfig.from_dict(nested).save(path)
+    assert json.loads(path.read_text())["tree"]["k"] == 3 and TrainConfig.from_file(path) == TrainConfig.from_dict(flat)
+
+
+def test_set_takes_paths_and_legacy_names_together():
+    config = config_from_args(_parse(["--set", "alpha=2", "--set", "alpha_mixer=static", "--set", "tree.k=5",
+                                      "--set", "vllm_engines=1"]))
+    assert (config.alpha, config.tree.k, config.vllm.engines) == (2, 5, 1)
+
+
+def test_teamgym_train_help_lists_the_generated_flags(capsys):
+    from teamgym import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["train", "--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0 and "teamgym train" in out and "--tree-k K, --k K" in out and "--ppo-lr" in out

@@ -12,21 +12,17 @@ import teamgym
 from teamgym.errors import InvalidArgumentError, UnknownNameError
 from teamgym.rollout.engine import task_seed
 from teamgym.train import TrainConfig, Trainer, train
-from teamgym.train.advantages import (
-    TRAJECTORY_ESTIMATORS,
-    TREE_ESTIMATORS,
-    compute_advantages,
-    rollouts_for,
-    usable_estimators,
-)
 from teamgym.train.checkpoint import load_latest_checkpoint
-from teamgym.train.columns import trajectory_columns
+from teamgym.train.columns import batch_columns
+from teamgym.train.estimators import ESTIMATORS, TrackerEstimator, estimate, make_estimator, rollouts_for
 from teamgym.train.metrics import read_metrics
-from teamgym.train.stateful import TrackerEstimator
 from tests.train.test_columns import random_trajectory_batch
 
 #: tally-v0's mixed rewards: team in {-1, 0, 1} plus format in {-0.5, 0}.
 TALLY_RANGE = [-1.5, 1.0]
+#: The estimators docs/training.md lists per rollout.
+TREE_ESTIMATORS = ("at_grpo", "grpo", "dr_grpo", "rloo", "dr_mas", "mhgpo", "treerl")
+TRAJECTORY_ESTIMATORS = ("gigpo", "team_gigpo")
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +39,7 @@ def tiny(tmp_path: Path, name: str, **overrides) -> TrainConfig:
                   tasks_per_step=2, k=2, group_size=3, n_layer=1, n_embd=16, n_head=1, max_new_tokens=4,
                   sft_steps=0, eval_tasks=4, checkpoint_every=1, progress_bar=False, plot=False, torch_threads=1)
     values.update(overrides)
-    return TrainConfig(**values)
+    return TrainConfig.from_dict(values)
 
 
 class SeedRecorder:
@@ -70,21 +66,21 @@ def test_trajectory_rollout_groups_trajectories_of_a_task_and_never_mixes_tasks(
     trainer.engine.slots.env_fn = recorder
     result = trainer._rollout()
     batch = result.batch
-    columns = trajectory_columns(batch, gamma=0.95, per_agent=False)
+    columns = batch_columns(batch, ("task_ids", "anchor_ids"), rollout="trajectory")
     rows = batch.rows()
     tasks = trainer.task_ids(0)
     assert len(result.episodes) == 3 * 4 and len(batch) == len({(r["episode_id"], r["step"]) for r in rows})
     for task in set(tasks):
         episodes = {r["episode_id"] for r in rows if r["task_id"] == task}
         assert len(episodes) == 4 * tasks.count(task)
-        assert len({int(columns["group_ids"][i]) for i, r in enumerate(rows) if r["task_id"] == task}) == 1
+        assert len({int(columns["task_ids"][i]) for i, r in enumerate(rows) if r["task_id"] == task}) == 1
         # equal seeds: every repeat of the task starts from the same state, so the first anchors agree
         assert {r["anchor"] for r in rows if r["task_id"] == task and r["step"] == 0} == {
             next(r["anchor"] for r in rows if r["task_id"] == task and r["step"] == 0)}
         assert {seed for t, seed in recorder.seeds if t == task} == {task_seed(task)}
     for i, a in enumerate(rows):
         for j, b in enumerate(rows):
-            if columns["group_ids"][i] == columns["group_ids"][j]:
+            if columns["task_ids"][i] == columns["task_ids"][j]:
                 assert a["task_id"] == b["task_id"]
             same_anchor = bool(columns["anchor_ids"][i] == columns["anchor_ids"][j])
             assert same_anchor == (a["task_id"] == b["task_id"] and a["anchor"] == b["anchor"])
@@ -107,7 +103,7 @@ def test_every_estimator_trains_two_steps(tmp_path, algo, extra, rollout):
     for row in rows:
         assert all(math.isfinite(row[f"advantage/{s}"]) for s in ("mean", "std", "min", "max"))
         assert math.isfinite(row["loss"])
-        per_node = config.k if rollout == "tree" else 1
+        per_node = config.tree.k if rollout == "tree" else 1
         episodes = config.tasks_per_step * (config.group_size if rollout == "trajectory" else 1)
         assert row["completions"] % per_node == 0 and row["completions"] >= episodes * per_node
     if algo.startswith("spo"):
@@ -118,7 +114,7 @@ def test_every_estimator_trains_two_steps(tmp_path, algo, extra, rollout):
 def test_gigpo_advantages_are_not_trivial_on_a_real_rollout(tmp_path):
     trainer = Trainer(tiny(tmp_path, "g", algo="gigpo", tasks_per_step=2, group_size=4))
     batch = trainer._rollout().batch
-    advantages = compute_advantages("gigpo", batch, rollout="trajectory")
+    advantages = estimate(trainer.estimator, batch, rollout="trajectory")
     assert advantages.shape == (len(batch),) and torch.isfinite(advantages).all() and advantages.abs().sum() > 0
 
 
@@ -141,9 +137,10 @@ def test_tracker_reads_the_baseline_before_updating():
     batch = random_trajectory_batch(1)
     batch.success = torch.tensor([i % 2 == 0 for i in range(len(batch))])
     spo = TrackerEstimator("spo")
-    before = spo.tracker.baseline(spo.keys(batch))
+    columns = batch_columns(batch, spo.columns, rollout="trajectory")
+    before = spo.tracker.baseline(spo.keys(columns))
     assert torch.equal(before, torch.full_like(before, 0.5))  # unseen keys: the prior, not this batch's rewards
-    spo.advantages(batch)
+    spo.advantages(columns)
     assert len(spo.tracker) == len(set(batch.task_id))
 
 
@@ -153,8 +150,9 @@ def test_spo_per_agent_equals_spo_with_one_agent_and_one_turn():
     batch.agent = ["solo"] * len(batch)
     batch.success = torch.rand(len(batch)) > 0.5
     spo, per_agent = TrackerEstimator("spo"), TrackerEstimator("spo_per_agent")
+    columns = batch_columns(batch, per_agent.columns, rollout="trajectory")  # holds spo's columns too
     for _ in range(3):
-        assert torch.allclose(spo.advantages(batch), per_agent.advantages(batch))
+        assert torch.allclose(spo.advantages(columns), per_agent.advantages(columns))
 
 
 @pytest.mark.parametrize(
@@ -175,7 +173,7 @@ def test_spo_per_agent_equals_spo_with_one_agent_and_one_turn():
 )
 def test_bad_estimator_settings_name_field_value_and_fix(overrides, field, fix):
     with pytest.raises(InvalidArgumentError) as err:
-        TrainConfig(**overrides)
+        TrainConfig.from_dict(overrides)
     assert field in str(err.value) and fix in str(err.value)
 
 
@@ -185,18 +183,18 @@ def test_documented_estimator_lists_match_what_the_rollouts_feed():
 
 
 def test_unknown_and_unusable_algos_list_every_usable_name():
-    usable = usable_estimators()
-    assert set(usable) >= {"at_grpo", "grpo", "dr_grpo", "rloo", "dr_mas", "mhgpo", "treerl", "gigpo", "team_gigpo",
+    usable = set(ESTIMATORS)
+    assert usable >= {"at_grpo", "grpo", "dr_grpo", "rloo", "dr_mas", "mhgpo", "treerl", "gigpo", "team_gigpo",
                            "spo", "spo_per_agent"}
     with pytest.raises(UnknownNameError) as err:
         TrainConfig(algo="gipgo")
     assert all(name in str(err.value) for name in usable)
     with pytest.raises(InvalidArgumentError) as err:
-        compute_advantages("gigpo", random_trajectory_batch(0), rollout="tree")
+        estimate(make_estimator(TrainConfig(algo="gigpo")), random_trajectory_batch(0), rollout="tree")
     assert all(name in str(err.value) for name in usable)
 
 
 def test_mixed_reward_outside_the_range_names_the_field():
     batch = random_trajectory_batch(4)
     with pytest.raises(InvalidArgumentError, match="spo_reward_range"):
-        TrackerEstimator("spo", signal="mixed", reward_range=(0.0, 0.1)).advantages(batch)
+        estimate(TrackerEstimator("spo", signal="mixed", reward_range=(0.0, 0.1)), batch, rollout="trajectory")

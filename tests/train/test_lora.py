@@ -37,7 +37,7 @@ def lora_config(tmp_path, checkpoint_path, name: str, **overrides) -> TrainConfi
                   eval_tasks=2, checkpoint_every=1, progress_bar=False, plot=False, torch_threads=1, lr=1e-2,
                   entropy_coef=0.05)  # a gradient even when the untrained model's candidates all tie
     values.update(overrides)
-    return TrainConfig(**values)
+    return TrainConfig.from_dict(values)
 
 
 def test_only_the_adapter_trains(tmp_path, checkpoint):
@@ -46,7 +46,7 @@ def test_only_the_adapter_trains(tmp_path, checkpoint):
     policy = trainer.policies["speaker"]
     trainable = {n for n, p in policy.model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n for n in trainable)
-    optimized = sum(p.numel() for g in trainer.optimizers[id(policy)].param_groups for p in g["params"])
+    optimized = sum(p.numel() for g in trainer.optimizers["shared"].param_groups for p in g["params"])
     assert optimized == sum(p.numel() for p in policy.model.parameters() if p.requires_grad)
     start = {n: p.detach().clone() for n, p in policy.model.named_parameters()}
     trainer.train()

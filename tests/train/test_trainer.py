@@ -36,7 +36,7 @@ def tiny(tmp_path: Path, name: str, **overrides) -> TrainConfig:
                   tasks_per_step=2, k=2, n_layer=1, n_embd=16, n_head=1, max_new_tokens=6, sft_steps=0,
                   eval_tasks=2, checkpoint_every=1, progress_bar=False, plot=False, torch_threads=1)
     values.update(overrides)
-    return TrainConfig(**values)
+    return TrainConfig.from_dict(values)
 
 
 def final_weights(output_dir: str) -> dict[str, torch.Tensor]:
@@ -123,7 +123,7 @@ def test_kill_9_then_resume_loses_and_repeats_no_step(tmp_path):
 
 def test_vllm_generator_gets_the_weights_after_every_update(tmp_path, monkeypatch):
     from teamgym.rollout import HFPolicy
-    from teamgym.rollout.vllm import VLLMPolicy
+    from teamgym.rollout.vllm import VLLMSampler
     from tests.rollout.fakes import FakeLLM, FakeVLLMSamplingParams
 
     checkpoint = tmp_path / "tiny-ckpt"
@@ -134,9 +134,9 @@ def test_vllm_generator_gets_the_weights_after_every_update(tmp_path, monkeypatc
 
     def fake_from_model(model, **kwargs):
         engines.append(FakeLLM(tokenizer=source.tokenizer))
-        return VLLMPolicy(engines[-1], sampling_params_cls=FakeVLLMSamplingParams)
+        return VLLMSampler(engines[-1], sampling_params_cls=FakeVLLMSamplingParams)
 
-    monkeypatch.setattr(VLLMPolicy, "from_model", staticmethod(fake_from_model))
+    monkeypatch.setattr(VLLMSampler, "from_model", staticmethod(fake_from_model))
     config = tiny(tmp_path, "vllm", model=str(checkpoint), generator="vllm", steps=2)
     train(config)
     (engine,) = engines
@@ -147,7 +147,7 @@ def test_vllm_generator_gets_the_weights_after_every_update(tmp_path, monkeypatc
 
 
 def test_vllm_generator_needs_a_checkpoint(tmp_path):
-    with pytest.raises(InvalidArgumentError, match="generator='vllm'"):
+    with pytest.raises(InvalidArgumentError, match="backend='vllm'"):
         tiny(tmp_path, "x", generator="vllm")
 
 
@@ -177,8 +177,8 @@ def test_one_model_and_optimizer_per_role_with_its_own_lr(tmp_path):
     config = tiny(tmp_path, "roles", shared_model=False, role_lr={"speaker": 1e-3}, steps=1)
     trainer = Trainer(config)
     assert trainer.policies["speaker"] is not trainer.policies["listener"]
-    lrs = {name: trainer.optimizers[id(p)].param_groups[0]["lr"] for name, p in trainer._named_policies().items()}
-    assert lrs == {"speaker": 1e-3, "listener": config.lr}
+    lrs = {name: optimizer.param_groups[0]["lr"] for name, optimizer in trainer.optimizers.items()}
+    assert lrs == {"speaker": 1e-3, "listener": config.ppo.lr}
     trainer.train()
     state = load_latest_checkpoint(config.output_dir)[1]
     assert set(state["models"]) == {"speaker", "listener"}

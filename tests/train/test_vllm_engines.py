@@ -32,26 +32,26 @@ def save_checkpoint(path, **tiny_kwargs) -> HFPolicy:
 
 @pytest.mark.parametrize(
     ("values", "expected"),
-    [({"vllm_engines": 0}, "vllm_engines=0"),
-     ({"vllm_tensor_parallel_size": 1.5}, "vllm_tensor_parallel_size=1.5"),
-     ({"vllm_gpus_per_engine": -0.5}, "vllm_gpus_per_engine=-0.5"),
+    [({"vllm_engines": 0}, "vllm.engines=0"),
+     ({"vllm_tensor_parallel_size": 1.5}, "vllm.tensor_parallel_size=1.5"),
+     ({"vllm_gpus_per_engine": -0.5}, "vllm.gpus_per_engine=-0.5"),
      ({"vllm_engines": 2, "vllm_gpus_per_engine": 2.0}, "a share in (0, 1]"),
      ({"vllm_tensor_parallel_size": 2, "vllm_gpus_per_engine": 0.5}, "one whole GPU per rank"),
      ({"vllm_gpus_per_engine": 0.5}, "Ray engines only")],
 )
 def test_bad_engine_layouts_name_field_value_and_fix(tmp_path, values, expected):
     with pytest.raises(InvalidArgumentError, match="expected|use|set") as err:
-        TrainConfig(generator="vllm", model=str(tmp_path), **values)
+        TrainConfig.from_dict({"generator": "vllm", "model": str(tmp_path), **values})
     assert expected in str(err.value)
 
 
 def test_engine_fields_need_the_vllm_generator():
-    with pytest.raises(InvalidArgumentError, match="generator='vllm'"):
-        TrainConfig(vllm_engines=2)
+    with pytest.raises(InvalidArgumentError, match="backend='vllm'"):
+        TrainConfig.from_dict({"vllm_engines": 2})
 
 
 def test_ray_engines_sample_and_get_the_weights_after_every_update(tmp_path, monkeypatch, local_ray):
-    from teamgym.rollout.ray_vllm import RayVLLMPolicy
+    from teamgym.rollout.ray_vllm import RayVLLMSampler
 
     checkpoint = tmp_path / "tiny-ckpt"
     save_checkpoint(checkpoint, n_layer=1, n_embd=16, n_head=1)
@@ -59,12 +59,12 @@ def test_ray_engines_sample_and_get_the_weights_after_every_update(tmp_path, mon
 
     def fake_from_model(model, **kwargs):
         built.append((model, kwargs))
-        policy = RayVLLMPolicy(FakeEngineFactory(char_tokenizer=True), num_engines=kwargs["num_engines"], num_gpus=0)
+        policy = RayVLLMSampler(FakeEngineFactory(char_tokenizer=True), num_engines=kwargs["num_engines"], num_gpus=0)
         sync = policy.sync_weights
         policy.sync_weights = lambda m: synced.append(sync(m))
         return policy
 
-    monkeypatch.setattr(RayVLLMPolicy, "from_model", staticmethod(fake_from_model))
+    monkeypatch.setattr(RayVLLMSampler, "from_model", staticmethod(fake_from_model))
     config = tiny(tmp_path, "ray", model=str(checkpoint), generator="vllm", vllm_engines=2, steps=2,
                   save_batches=True)
     trainer = Trainer(config)
@@ -78,7 +78,7 @@ def test_ray_engines_sample_and_get_the_weights_after_every_update(tmp_path, mon
         assert [row["step"] for row in read_metrics(config.output_dir)] == [0, 1]
         texts = (tmp_path / "ray" / "batches" / "step_000001.jsonl").read_text()
         assert '"0|' in texts and '"1|' in texts  # both engines answered rollout prompts
-        (generator,) = {id(g): g for g in trainer.generators.values()}.values()
+        (generator,) = {id(g): g for g in trainer.samplers.by_role.values()}.values()
         expected = weights_fingerprint(list(trainer_weights(trainer.policies["speaker"].model)))
         probe = generator.generate(["p", "q"], 1, SamplingParams(max_tokens=4))
         assert [g[0].text.rsplit("|", 1)[0] for g in probe] == [f"0|{expected}", f"1|{expected}"]
@@ -100,7 +100,7 @@ def test_trainer_with_two_vllm_engines_on_one_gpu(tmp_path, local_ray):
         rows = read_metrics(config.output_dir)
         assert [row["step"] for row in rows] == [0, 1] and summary["steps"] == 2
         assert all(row["completions"] > 0 and row["tokens_per_s"] > 0 for row in rows)
-        (generator,) = {id(g): g for g in trainer.generators.values()}.values()
+        (generator,) = {id(g): g for g in trainer.samplers.by_role.values()}.values()
         assert generator.num_engines == 2
     finally:
         trainer.close()

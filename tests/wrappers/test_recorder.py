@@ -167,7 +167,7 @@ def test_to_batch_columns(tmp_path):
     records = load_records(tmp_path / "t")
     batch = to_batch(records)
     n = len(records)
-    assert batch["reward"].dtype == torch.float32 and batch["reward"].shape == (n,)
+    assert batch["rewards"].dtype == torch.float32 and batch["rewards"].shape == (n,)
     assert batch["turn"].dtype == torch.int64 and batch["done"].dtype == torch.bool
     assert batch["agent"] == [r["agent"] for r in records]
     assert torch.equal(batch["term_process"], torch.full((n,), 0.5))
@@ -175,6 +175,6 @@ def test_to_batch_columns(tmp_path):
         batch["term_format"], torch.tensor([r["reward_terms"].get("format", 0.0) for r in records])
     )
     expected = group_ids([r["task_id"] for r in records], [r["agent"] for r in records], batch["turn"])
-    assert torch.equal(batch["group_id"], expected)
-    assert int(batch["episode_index"].max()) == 2
-    assert to_batch([])["reward"].shape == (0,)
+    assert torch.equal(batch["group_ids"], expected)
+    assert int(batch["episode_ids"].max()) == 2
+    assert to_batch([])["rewards"].shape == (0,)

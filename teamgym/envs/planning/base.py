@@ -51,13 +51,14 @@ import math
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic
 
 import numpy as np
 
 from teamgym import sandbox
 from teamgym.core import Outcome, Policy, TurnBasedTextEnv, TurnRecord, reward_terms, select_code_block
 from teamgym.envs.planning import prompts
+from teamgym.envs.planning.hooks import BoardT, FamilyHooks, MoveT, TaskT
 from teamgym.errors import InvalidArgumentError, SandboxError
 
 __all__ = [
@@ -74,9 +75,6 @@ __all__ = [
     "check_task_id",
 ]
 
-TaskT = TypeVar("TaskT")
-BoardT = TypeVar("BoardT")
-MoveT = TypeVar("MoveT")
 
 GOAL_BONUS = 1.0
 OPTIMAL_BONUS = 0.5
@@ -123,8 +121,8 @@ def check_task_id(task_id: Any) -> int:
     return int(task_id)
 
 
-class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[TaskT, BoardT, MoveT]):
-    """Tool + planner envs; a family fills in its board, moves, progress and prompts (see the module doc).
+class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[TaskT, BoardT, MoveT]):
+    """Tool + planner envs; a family fills in its board, moves, progress and prompts (:class:`FamilyHooks`).
 
     Args:
         max_turns: turns (tool then planner) before truncation.
@@ -134,8 +132,6 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
     """
 
     roles: ClassVar[tuple[str, ...]] = ("tool", "planner")
-    #: A one-line example of the plan format, shown in both prompts.
-    plan_format: ClassVar[str] = ""
 
     def __init__(
         self,
@@ -160,57 +156,6 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], Generic[Task
             raise InvalidArgumentError(f"tool_timeout={tool_timeout!r}: expected seconds in (0, 60], e.g. 5.0")
         self.tool_timeout = float(tool_timeout)
         self._prompt_memo: dict[str, tuple[tuple[Any, ...], str]] = {}  # role -> (prompt inputs, prompt)
-
-    # ------------------------------------------------------------------ what a family fills in
-    def _initial_board(self, task: TaskT) -> BoardT:
-        raise NotImplementedError
-
-    def _rules(self) -> str:
-        """The task in words: goal, symbols, moves (shown to both roles)."""
-        raise NotImplementedError
-
-    def _show(self, board: BoardT) -> str:
-        """The board as text a person (and a model) can follow."""
-        raise NotImplementedError
-
-    def _preamble(self, board: BoardT) -> str:
-        """Python source defining the board as variables, run before the tool's program."""
-        raise NotImplementedError
-
-    def _parse_plan(self, text: str) -> list[MoveT] | None:
-        """The plan in ``text``, or ``None`` when there is no readable one."""
-        raise NotImplementedError
-
-    def _move(self, board: BoardT, move: MoveT) -> BoardT | None:
-        """The board after ``move``, or ``None`` when the move is invalid."""
-        raise NotImplementedError
-
-    def _progress(self, board: BoardT) -> float:
-        """Progress in [0, 1]: 0 on the initial board, 1 exactly at the goal."""
-        raise NotImplementedError
-
-    def _signals(self, board: BoardT) -> dict[str, Any]:
-        """The family's process signals for ``infos`` (distance to goal, cells correct, boxes on goals...)."""
-        raise NotImplementedError
-
-    def _optimal_length(self) -> int:
-        """The fewest counted moves that reach the goal from the initial board."""
-        raise NotImplementedError
-
-    def _solve(self, board: BoardT) -> list[MoveT]:
-        """A shortest plan from ``board`` (in process; used by the oracle planner), or [] if none exists."""
-        raise NotImplementedError
-
-    def _format_plan(self, plan: Sequence[MoveT]) -> str:
-        """The plan written in the planner's answer format (``Actions: ...``)."""
-        raise NotImplementedError
-
-    def _random_plan(self, rng: np.random.Generator, board: BoardT) -> list[MoveT]:
-        """A random plan, for the random policies."""
-        raise NotImplementedError
-
-    #: A correct program (run after the preamble) that prints a shortest plan: the oracle tool's code.
-    oracle_program: ClassVar[str] = ""
 
     # ------------------------------------------------------------------ TurnBasedTextEnv hooks
     def _initial_state(self, task: TaskT) -> PlanningState[BoardT]:

@@ -1,0 +1,329 @@
+"""The advantage estimators the trainer runs, behind one protocol for stateless and stateful ones alike.
+
+An :class:`Estimator` declares the rollouts that can feed it (``rollouts``, preferred first) and the columns it reads
+(``columns``, names from :mod:`teamgym.train.columns`); :func:`estimate` builds those columns from a batch and calls
+it. Stateless estimators are the pure functions of ``teamgym.algos`` (:class:`FunctionEstimator`: which column feeds
+which parameter is written down per estimator, below); stateful ones keep state across batches and save it in every
+checkpoint (:class:`TrackerEstimator`: SPO's value trackers; learned critics will follow the same protocol).
+
+**Tree rollout** (K candidates per (agent, step) node, the env advanced with the chosen one):
+
+=================================  ===================================================================================
+``--algo``                         parameters <- columns
+=================================  ===================================================================================
+``at_grpo``                        ``rewards``; ``task_ids`` <- ``episode_ids`` (one tree per episode, so a task drawn
+                                   twice gives two trees); ``agent_ids``; ``turn_ids`` <- ``steps`` (an agent that
+                                   acted twice in a round gets two groups): the groups are the tree nodes
+``grpo``, ``dr_grpo``, ``rloo``    ``rewards``; ``group_ids`` <- ``node_ids``
+``dr_mas``, ``mhgpo``              ``rewards``; ``group_ids`` <- ``node_ids``; ``agent_ids``
+``treerl``                         ``parents`` <- ``tree_parents``; ``leaf_rewards`` <- ``tree_leaf_rewards``
+=================================  ===================================================================================
+
+**Trajectory rollout** (each task played ``group_size`` times from the same env seed, one candidate per node):
+``gigpo`` reads ``episode_returns``, ``step_returns``, ``group_ids`` <- ``task_ids``, ``trajectory_ids`` <-
+``episode_ids``, ``anchor_ids``; ``team_gigpo`` the same with the per-agent returns (``agent_episode_returns``,
+``agent_step_returns``) and ``agent_ids``. Both take ``omega`` (GiGPO's step-level weight).
+
+**SPO trackers** (either rollout; trajectory preferred), per batch (SPO, arXiv 2509.13232; verl recipe ``spo/``):
+each row's signal ``r`` in [0, 1] is compared with the tracked baseline ``p`` of its key read **before** the batch's
+update, ``A = r - p``, batch-normalised ``(A - mean)/(std + 1e-8)``; then the tracker folds in the batch, one update
+per (key, episode) with the mean signal of the episode's rows under that key (an episode is one observation of each
+key it visits, whatever K or the number of turns; with one row per (key, episode), e.g. SPO's one response per
+prompt, this is SPO's update). Constant forgetting factor ``rho`` (SPO's constant-rho variant, 0.875).
+
+==================  ==============================  =============================================================
+name                tracker, key                    batch normalisation
+==================  ==============================  =============================================================
+``spo``             ``BetaValueTracker``, the task  over the whole batch (SPO's per-prompt tracker: the prompt is
+                                                    the task an episode starts from)
+``spo_per_agent``   ``PerAgentValueTracker``,       within each agent's rows (Dr.MAS-style); with one agent and one
+                    (task, agent, turn)             turn per episode it equals ``spo``
+==================  ==============================  =============================================================
+
+Signals (``spo_reward``): ``"success"`` (default): the row's episode success, 0 or 1, SPO's binary outcome reward;
+it is the row's own outcome only when the row lies on its episode's path, i.e. in a trajectory rollout (one candidate
+per node). ``"mixed"``: the row's own reward (``alpha * team + local``, after the trainer's alpha), mapped linearly
+from ``spo_reward_range = (low, high)`` onto [0, 1]; a reward outside that range is an error naming the field. Works
+with tree rollouts (each candidate its own reward) and trajectory rollouts.
+
+The ``mixed`` signal is the row's own-step reward only: what its agent received on *other* agents' steps is left out
+on purpose. In a tree rollout only the chosen candidate has later steps, so crediting them would compare a chosen
+candidate's continuation with its siblings' nothing, and the signal (and ``spo_reward_range``) would mean different
+things in the two rollouts. So ``plan_path``'s tool, whose team term arrives on the planner's step, tracks only its
+local terms under ``mixed``; to track the team's outcome use ``spo_reward="success"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import torch
+
+from teamgym.algos import BetaValueTracker, PerAgentValueTracker, get_advantage
+from teamgym.errors import InvalidArgumentError, RegistrationError, UnknownNameError, check_choice
+from teamgym.rollout.batch import AgentTurnBatch
+from teamgym.train.columns import COLUMNS, ROLLOUTS, Columns, batch_columns
+
+if TYPE_CHECKING:
+    from teamgym.train.config import TrainConfig
+
+__all__ = [
+    "ESTIMATORS",
+    "EstimatorSpec",
+    "SPO_SIGNALS",
+    "Estimator",
+    "FunctionEstimator",
+    "TrackerEstimator",
+    "estimate",
+    "make_estimator",
+    "register_estimator",
+    "rollouts_for",
+    "usable_names_text",
+]
+
+#: What the SPO trackers track.
+SPO_SIGNALS = ("success", "mixed")
+
+
+@runtime_checkable
+class Estimator(Protocol):
+    """An advantage estimator as the trainer runs it (see the module docstring).
+
+    Attributes:
+        name: the ``--algo`` name.
+        rollouts: the rollouts that can feed it, preferred first (``"tree"``, ``"trajectory"``).
+        columns: the columns it reads (names from :data:`teamgym.train.columns.COLUMNS`).
+    """
+
+    name: str
+    rollouts: tuple[str, ...]
+    columns: tuple[str, ...]
+
+    def advantages(self, columns: Columns) -> torch.Tensor:
+        """``(N,)`` float32 advantages of the batch's rows; a stateful estimator reads its state, then updates it."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything :meth:`load_state_dict` needs to continue exactly (saved in every checkpoint)."""
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore the state of :meth:`state_dict`."""
+
+
+@dataclass(frozen=True)
+class FunctionEstimator:
+    """A pure estimator of ``teamgym.algos`` (stateless), fed the columns its table names.
+
+    Attributes:
+        name: the registered estimator (``teamgym.algos.get_advantage(name)``).
+        rollouts: the rollouts that can feed it.
+        inputs: each positional parameter of the function, in order -> the column fed to it.
+        knobs: keyword arguments passed as they are (e.g. ``{"omega": 1.0}``).
+    """
+
+    name: str
+    rollouts: tuple[str, ...]
+    inputs: Mapping[str, str]
+    knobs: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.inputs.values()))
+
+    def advantages(self, columns: Columns) -> torch.Tensor:
+        function = get_advantage(self.name)
+        values = function(*[columns[column] for column in self.inputs.values()], **self.knobs)
+        return values[: columns.rows].to(torch.float32)  # tree_* columns end with the virtual roots
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Nothing to restore: the estimator has no state."""
+
+
+class TrackerEstimator:
+    """``spo`` or ``spo_per_agent``: SPO's value trackers (see the module docstring).
+
+    Args:
+        name: ``"spo"`` or ``"spo_per_agent"``.
+        signal: ``"success"`` or ``"mixed"``.
+        reward_range: ``(low, high)`` of the mixed rewards (``signal="mixed"``), mapped onto [0, 1].
+        rho: the tracker's constant forgetting factor in (0, 1).
+    """
+
+    rollouts = ("trajectory", "tree")  # the success signal is a row's own outcome only in a trajectory rollout
+
+    def __init__(self, name: str, *, signal: str = "success", reward_range: Sequence[float] = (0.0, 1.0),
+                 rho: float = 0.875):
+        check_choice("algo", name, ("spo", "spo_per_agent"))
+        check_choice("spo_reward", signal, SPO_SIGNALS)
+        self.name, self.signal = name, signal
+        low, high = (float(v) for v in reward_range) if signal == "mixed" else (0.0, 1.0)
+        tracker_cls = PerAgentValueTracker if name == "spo_per_agent" else BetaValueTracker
+        self.tracker = tracker_cls(rho, reward_range=(low, high))
+        keys = ("task_keys",) if name == "spo" else ("task_keys", "agent_names", "turns")
+        signal_column = "success" if signal == "success" else "rewards"
+        self.columns = tuple(dict.fromkeys((*keys, "agent_names", "episode_ids", signal_column)))
+
+    def keys(self, columns: Columns) -> list[Hashable]:
+        """The tracker key of every row."""
+        if self.name == "spo":
+            return list(columns["task_keys"])
+        return PerAgentValueTracker.keys_for(columns["task_keys"], columns["agent_names"], columns["turns"].tolist())
+
+    def signals(self, columns: Columns) -> torch.Tensor:
+        """Each row's tracked signal in reward units (``(N,)`` float64): success 0/1 or the mixed reward."""
+        if self.signal == "success":
+            return columns["success"].to(torch.float64)
+        values = columns["rewards"].to(torch.float64)
+        low, high = self.tracker.reward_range
+        outside = ((values < low) | (values > high)).nonzero()
+        if outside.numel():
+            bad = values[int(outside[0])].item()
+            raise InvalidArgumentError(
+                f"config field spo_reward_range=({low}, {high}) does not hold the mixed reward {bad} of agent "
+                f"{columns['agent_names'][int(outside[0])]!r}: widen spo_reward_range to the env's range of alpha * "
+                "team + local (its docstring lists each term's range), or use spo_reward='success'"
+            )
+        return values
+
+    def advantages(self, columns: Columns) -> torch.Tensor:
+        """``(N,)`` float32 advantages from the baselines before this batch, then fold the batch into the tracker."""
+        if columns.rows == 0:
+            return torch.zeros(0)
+        keys, signals = self.keys(columns), self.signals(columns)
+        if self.name == "spo":
+            advantages = self.tracker.advantages(keys, signals)
+        else:
+            tasks, agents, turns = zip(*keys, strict=True)
+            advantages = self.tracker.agent_advantages(tasks, agents, signals, turns)
+        update_keys, update_values = _per_episode(keys, columns["episode_ids"].tolist(), signals.tolist())
+        self.tracker.update(update_keys, update_values)
+        return advantages.to(torch.float32)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "signal": self.signal, "tracker": self.tracker.state_dict()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state.get("name") != self.name or state.get("signal") != self.signal:
+            raise InvalidArgumentError(
+                f"the checkpoint's estimator state is {state.get('name')!r} with signal {state.get('signal')!r} but "
+                f"this config uses {self.name!r} with {self.signal!r}: resume with the run's own config.json"
+            )
+        self.tracker.load_state_dict(state["tracker"])
+
+
+def _per_episode(keys: Sequence[Hashable], episodes: Sequence[int],
+                 values: Sequence[float]) -> tuple[list[Hashable], list[float]]:
+    """One (key, mean value) per distinct (key, episode), in order of first appearance."""
+    sums: dict[tuple[Hashable, int], list[float]] = {}
+    for key, episode, value in zip(keys, episodes, values, strict=True):
+        entry = sums.setdefault((key, episode), [0.0, 0.0])
+        entry[0] += value
+        entry[1] += 1.0
+    return [key for key, _ in sums], [total / count for total, count in sums.values()]
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """How the trainer builds the estimator of one ``--algo`` name.
+
+    Attributes:
+        rollouts: the rollouts that can feed it, preferred first (the built estimator's ``rollouts``).
+        build: the estimator from the run's config (its knobs: ``omega``, ``spo_*``); a fresh state each call.
+    """
+
+    rollouts: tuple[str, ...]
+    build: Callable[[TrainConfig], Estimator]
+
+
+def _function(name: str, rollout: str, knobs: Sequence[str] = (), **inputs: str) -> EstimatorSpec:
+    """The spec of a pure estimator fed ``inputs`` (parameter=column), with the config's ``knobs`` by name."""
+    return EstimatorSpec((rollout,), lambda config: FunctionEstimator(
+        name, (rollout,), inputs, {knob: getattr(config, knob) for knob in knobs}))
+
+
+def _spo(name: str) -> EstimatorSpec:
+    return EstimatorSpec(TrackerEstimator.rollouts, lambda config: TrackerEstimator(
+        name, signal=config.spo_reward, reward_range=config.spo_reward_range, rho=config.spo_rho))
+
+
+_NODES = {"rewards": "rewards", "group_ids": "node_ids"}
+_TRAJECTORIES = {"group_ids": "task_ids", "trajectory_ids": "episode_ids"}
+
+#: Every estimator the trainer can run, by ``--algo`` name.
+ESTIMATORS: dict[str, EstimatorSpec] = {
+    "at_grpo": _function("at_grpo", "tree", rewards="rewards", task_ids="episode_ids", agent_ids="agent_ids",
+                         turn_ids="steps"),
+    "grpo": _function("grpo", "tree", **_NODES),
+    "dr_grpo": _function("dr_grpo", "tree", **_NODES),
+    "rloo": _function("rloo", "tree", **_NODES),
+    "dr_mas": _function("dr_mas", "tree", **_NODES, agent_ids="agent_ids"),
+    "mhgpo": _function("mhgpo", "tree", **_NODES, agent_ids="agent_ids"),
+    "treerl": _function("treerl", "tree", parents="tree_parents", leaf_rewards="tree_leaf_rewards"),
+    "gigpo": _function("gigpo", "trajectory", ("omega",), episode_returns="episode_returns",
+                       step_returns="step_returns", **_TRAJECTORIES, anchor_ids="anchor_ids"),
+    "team_gigpo": _function("team_gigpo", "trajectory", ("omega",), episode_returns="agent_episode_returns",
+                            step_returns="agent_step_returns", **_TRAJECTORIES, agent_ids="agent_ids",
+                            anchor_ids="anchor_ids"),
+    "spo": _spo("spo"),
+    "spo_per_agent": _spo("spo_per_agent"),
+}
+
+
+def register_estimator(name: str, spec: EstimatorSpec, *, overwrite: bool = False) -> None:
+    """Make ``--algo name`` run the estimator ``spec`` builds (e.g. a :class:`FunctionEstimator` over an estimator
+    registered in ``teamgym.algos``, or a stateful one of your own)."""
+    if name in ESTIMATORS and not overwrite:
+        raise RegistrationError(f"an estimator named {name!r} is already registered: pick another name or pass "
+                                "overwrite=True")
+    ESTIMATORS[name] = spec
+
+
+def make_estimator(config: TrainConfig) -> Estimator:
+    """The estimator ``config.algo`` names, built with the config's knobs, in its initial state."""
+    rollouts_for(config.algo)  # refuses an unknown name
+    spec = ESTIMATORS[config.algo]
+    estimator = spec.build(config)
+    unfed = [(name, rollout) for rollout in estimator.rollouts for name in estimator.columns
+             if rollout not in COLUMNS.get(name, ())]
+    assert estimator.rollouts == spec.rollouts and not unfed, (config.algo, estimator.rollouts, unfed)
+    return estimator
+
+
+def rollouts_for(name: str) -> tuple[str, ...]:
+    """The rollouts that can feed the estimator ``name``, preferred first; an unknown name is refused with the list
+    of usable ones."""
+    if name not in ESTIMATORS:
+        raise UnknownNameError(str(name), "advantage estimator (config field 'algo')", ESTIMATORS,
+                               hint=f"Usable estimators (rollout): {usable_names_text()}.")
+    return ESTIMATORS[name].rollouts
+
+
+def usable_names_text(rollout: str | None = None) -> str:
+    """``"at_grpo (tree), gigpo (trajectory), ..."``: the estimator names (for one rollout if given), for errors."""
+    names = sorted(ESTIMATORS)
+    if rollout is not None:
+        return ", ".join(name for name in names if rollout in ESTIMATORS[name].rollouts)
+    return ", ".join(f"{name} ({'|'.join(ESTIMATORS[name].rollouts)})" for name in names)
+
+
+def estimate(estimator: Estimator, batch: AgentTurnBatch, *, rollout: str, gamma: float = 0.95) -> torch.Tensor:
+    """Advantages ``(N,)`` float32 of ``batch``'s rows: build the columns ``estimator`` reads, then call it.
+
+    Args:
+        estimator: any :class:`Estimator`.
+        batch: the rows to score (a ``rollout`` batch, without infrastructure errors).
+        rollout: ``"tree"`` or ``"trajectory"``: which rollout produced ``batch``.
+        gamma: discount of the trajectory step returns (GiGPO: 0.95).
+    """
+    check_choice("rollout", rollout, ROLLOUTS)
+    if rollout not in estimator.rollouts:
+        raise InvalidArgumentError(
+            f"algo={estimator.name!r} needs a {' or '.join(estimator.rollouts)} rollout, not a {rollout} one: with a "
+            f"{rollout} rollout use one of {usable_names_text(rollout)}; all usable estimators (rollout): "
+            f"{usable_names_text()}"
+        )
+    return estimator.advantages(batch_columns(batch, estimator.columns, rollout=rollout, gamma=gamma))

@@ -1,0 +1,86 @@
+"""A run's tasks (training draws and held-out ids) and held-out evaluation.
+
+Procedural envs train on ids below ``heldout_offset`` and evaluate on ``heldout_offset + i``; a finite dataset holds
+out its last ``eval_tasks`` ids. Each step's training tasks are a function of ``(seed, step)`` alone, so a resumed
+run draws the same ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from teamgym.errors import InvalidArgumentError
+from teamgym.rollout.engine import RolloutEngine, TreeSampling
+from teamgym.rollout.hf import HFPolicy
+from teamgym.rollout.samplers import distinct_policies
+from teamgym.rollout.sampling import SamplingParams
+
+__all__ = ["EVAL_CHUNK", "TaskSplit", "evaluate"]
+
+#: Envs evaluated together in one lockstep rollout.
+EVAL_CHUNK = 50
+
+
+class TaskSplit:
+    """The training and held-out task ids of a run.
+
+    Args:
+        task_ids: the env's ``task_ids()``: a finite dataset's ids, or ``None`` for procedural tasks.
+        eval_tasks: held-out tasks.
+        heldout_offset: procedural envs: held-out ids start here; training draws ids below it.
+        seed: the run's seed (with the step, it fixes each step's tasks).
+    """
+
+    def __init__(self, task_ids: Sequence[Any] | None, *, eval_tasks: int, heldout_offset: int, seed: int):
+        self.eval_tasks, self.heldout_offset, self.seed = eval_tasks, heldout_offset, seed
+        self.train_ids: list[Any] | None = None
+        self.heldout_ids: list[Any] = [heldout_offset + i for i in range(eval_tasks)]
+        if task_ids is not None:
+            ids = list(task_ids)
+            if eval_tasks >= len(ids):
+                raise InvalidArgumentError(
+                    f"eval_tasks={eval_tasks}: the env has only {len(ids)} tasks and training needs some left: use "
+                    f"eval_tasks <= {len(ids) - 1}"
+                )
+            cut = len(ids) - eval_tasks
+            self.train_ids, self.heldout_ids = ids[:cut], ids[cut:]
+
+    def for_step(self, step: int, count: int) -> list[Any]:
+        """The ``count`` training tasks of ``step`` (a function of the seed and the step only)."""
+        return self.draw(np.random.default_rng([self.seed, step]), count)
+
+    def draw(self, rng: np.random.Generator, count: int) -> list[Any]:
+        """``count`` training task ids drawn with ``rng`` (with replacement)."""
+        if self.train_ids is not None:
+            return [self.train_ids[int(i)] for i in rng.integers(0, len(self.train_ids), count)]
+        return [int(t) for t in rng.integers(0, self.heldout_offset, count)]
+
+
+def evaluate(engine: RolloutEngine, policies: Mapping[str, HFPolicy], task_ids: Sequence[Any], *, max_tokens: int,
+             temperature: float, seed: int) -> dict[str, float]:
+    """Held-out success, one sample per node: greedy (``success``) and sampled at ``temperature``.
+
+    Each evaluation draws from the policies' RNGs seeded ``seed + 1`` (their states are saved and restored
+    around it), so evaluating never shifts the training sampler's random stream.
+    """
+    if not task_ids:
+        return {"success": float("nan"), "sampled_success": float("nan")}
+    named = distinct_policies(policies)
+    saved = {name: policy.rng_state() for name, policy in named.items()}
+    out = {}
+    for key, tempered in (("success", 0.0), ("sampled_success", temperature)):
+        for policy in named.values():
+            policy.rng.manual_seed(seed + 1)
+        sampling = SamplingParams(temperature=tempered, max_tokens=max_tokens)
+        episodes = []
+        for start in range(0, len(task_ids), EVAL_CHUNK):
+            result = engine.rollout(task_ids[start:start + EVAL_CHUNK], episode_prefix="eval", tree=TreeSampling(k=1),
+                                    sampling=sampling)
+            episodes.extend(result.episodes)
+        out[key] = float(np.mean([bool(e.get("success")) for e in episodes]))
+    for name, policy in named.items():
+        policy.set_rng_state(saved[name])
+    return out
