@@ -112,7 +112,7 @@ def panel_svg(title: str, series: dict[str, list[tuple[float, float]]]) -> str:
     for index, (points, label) in enumerate(zip(series.values(), _short_labels(list(series)))):
         color = COLORS[index % len(COLORS)]
         label = escape(label)
-        span = 16 + 6 * len(label)
+        span = 20 + 6 * len(label)
         if legend_x + span > WIDTH and legend_x > LEFT:
             legend_x, legend_y = LEFT, legend_y + 12
         parts.append(

@@ -27,7 +27,7 @@ __all__ = ["build_payload", "render_html", "DEFAULT_MAX_CHARS"]
 #: Default cut of every text in the file, in characters.
 DEFAULT_MAX_CHARS = 4000
 #: The page's scripts (``static/``), inlined in this order: helpers first, then the page that uses them.
-SCRIPTS = ("diff.js", "vlist.js", "report.js")
+SCRIPTS = ("format.js", "diff.js", "vlist.js", "overview.js", "report.js")
 
 
 class _Strings:

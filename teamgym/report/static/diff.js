@@ -21,7 +21,10 @@ function lcsDiff(a, b) {
   }
   const ops = [["=", A.slice(0, pre).join("")]];
   let i = 0, j = 0;
-  const push = (op, s) => { const last = ops[ops.length - 1]; if (last[0] === op) last[1] += s; else ops.push([op, s]); };
+  const push = (op, s) => {
+    const last = ops[ops.length - 1];
+    if (last[0] === op) last[1] += s; else ops.push([op, s]);
+  };
   while (i < n && j < m) {
     if (a2[i] === b2[j]) { push("=", a2[i]); i++; j++; }
     else if (L[(i + 1) * w + j] >= L[i * w + j + 1]) { push("-", a2[i]); i++; }

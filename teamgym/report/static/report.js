@@ -44,23 +44,6 @@
   for (const row of rows) { if (row.r < rMin) rMin = row.r; if (row.r > rMax) rMax = row.r; }
 
   // ------------------------------------------------------------------ helpers
-  const esc = (s) => String(s).replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;",
-    '"': "&quot;", "'": "&#39;" })[ch]);
-  const num = (v, digits = 3) => (v === null || v === undefined) ? "–" : (Math.abs(v) >= 1000 ? v.toFixed(0) :
-    Number(v.toFixed(digits)).toString());
-  const signed = (v) => (v === null || v === undefined) ? "–" : (v > 0 ? "+" : "") + num(v);
-  const fmtInt = (v) => v.toLocaleString("en-US");
-  function el(tag, cls, html) {
-    const node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (html !== undefined) node.innerHTML = html;
-    return node;
-  }
-  function mixColor(a, b, t) {
-    const pa = [1, 3, 5].map((k) => parseInt(a.slice(k, k + 2), 16));
-    const pb = [1, 3, 5].map((k) => parseInt(b.slice(k, k + 2), 16));
-    return "rgb(" + pa.map((v, k) => Math.round(v + (pb[k] - v) * t)).join(",") + ")";
-  }
   function rewardColor(r) {
     if (r >= 0) return mixColor("#e5e7eb", "#16a34a", rMax > 0 ? Math.min(1, r / rMax) : 0);
     return mixColor("#e5e7eb", "#dc2626", rMin < 0 ? Math.min(1, r / rMin) : 0);
@@ -71,7 +54,6 @@
   const flagChips = (mask) => flagNames(mask).map((name) => `<span class="flag" data-flag="${name}">` +
     `${FLAG_TEXT[name] || name}</span>`).join(" ");
   const stepLabel = (s) => (s === null || s < 0) ? "" : "step " + s;
-  const joinParts = (parts) => parts.filter(Boolean).join(" · ");
 
   // ------------------------------------------------------------------ filters
   const F = { step: "all", agent: "all", turn: "all", rmin: null, rmax: null, success: "any", flag: "any",
@@ -206,7 +188,9 @@
     const k = Math.max(1, ...ep.nodes.map((nd) => nd.rows.length));
     const width = left + ep.nodes.length * colW + 20, height = top + k * rowH + 8;
     const pos = new Map();
-    ep.nodes.forEach((nd, d) => nd.rows.forEach((row, j) => pos.set(row.i, [left + 40 + d * colW, top + 10 + j * rowH])));
+    ep.nodes.forEach((nd, d) => nd.rows.forEach((row, j) => {
+      pos.set(row.i, [left + 40 + d * colW, top + 10 + j * rowH]);
+    }));
     const parts = [`<svg width="${width}" height="${height}" class="tree-svg">`];
     parts.push(`<circle cx="10" cy="${top + 10}" r="5" fill="#9ca3af"><title>initial state</title></circle>`);
     let parent = [10, top + 10];
@@ -215,7 +199,8 @@
         `<text x="${left + 40 + d * colW - 30}" y="24" class="muted">t${nd.rows[0].t} s${nd.n}</text>`);
       for (const row of nd.rows) {
         const [x, y] = pos.get(row.i);
-        parts.push(`<line class="edge${row.c ? " spine" : ""}" x1="${parent[0]}" y1="${parent[1]}" x2="${x}" y2="${y}"/>`);
+        parts.push(`<line class="edge${row.c ? " spine" : ""}" x1="${parent[0]}" y1="${parent[1]}" ` +
+          `x2="${x}" y2="${y}"/>`);
       }
       if (nd.chosen) parent = pos.get(nd.chosen.i);
     });
@@ -249,17 +234,20 @@
       `(--max-chars)</div>` : "";
     if (text.length <= PREVIEW) return `<pre class="${cls}">${highlight(text)}</pre>${note}`;
     return `<pre class="${cls}" data-text="${idx}">${highlight(text.slice(0, PREVIEW))}…</pre>` +
-      `<button type="button" class="more" data-text="${idx}">show all ${fmtInt(text.length)} characters</button>${note}`;
+      `<button type="button" class="more" data-text="${idx}">show all ${fmtInt(text.length)} characters</button>` +
+      note;
   }
   function candCard(row) {
     const card = el("div", "cand" + (row.c ? " chosen" : "") + (matched[row.i] ? "" : " dim"));
     card.dataset.row = row.i;
     card.dataset.agent = row.a;
     const others = row.o ? Object.entries(row.o).map(([a, v]) => `${esc(a)} ${signed(v)}`).join(", ") : "";
-    card.innerHTML = `<div class="cand-head"><b>#${row.b ?? 0}</b>${row.c ? '<span class="badge chosen">chosen</span>' : ""}` +
+    card.innerHTML = `<div class="cand-head"><b>#${row.b ?? 0}</b>` +
+      (row.c ? '<span class="badge chosen">chosen</span>' : "") +
       `<span>reward <b>${num(row.r)}</b></span><span>advantage <b>${signed(row.v)}</b></span>${flagChips(row.f)}` +
       (row.node.rows.length > 1 ? `<label class="pick"><input type="checkbox" data-row="${row.i}"> diff</label>` : "") +
-      (row.node.chosen && !row.c ? `<button type="button" class="vs" data-row="${row.i}">diff vs chosen</button>` : "") +
+      (row.node.chosen && !row.c ? `<button type="button" class="vs" data-row="${row.i}">diff vs chosen</button>`
+        : "") +
       `</div>${termsTable(row)}${textBlock(row.x, "text")}<div class="meta">` +
       [row.k !== null ? `${row.k} tokens` : "", row.l !== null ? `mean logprob ${num(row.l)}` : "",
         others ? `others received: ${others}` : ""].filter(Boolean).join(" · ") + "</div>";
@@ -279,9 +267,11 @@
       const prompt = el("details", "prompt");
       prompt.innerHTML = `<summary>prompt (${fmtInt(S[first.p].length)} characters${D.cut[first.p] ? ", cut" : ""})` +
         `</summary>`;
-      prompt.addEventListener("toggle", () => {
-        if (prompt.open && !prompt.querySelector("pre")) prompt.insertAdjacentHTML("beforeend", textBlock(first.p, "prompt-text"));
-      }, { once: false });
+      prompt.addEventListener("toggle", () => {  // drawn when first opened
+        if (prompt.open && !prompt.querySelector("pre")) {
+          prompt.insertAdjacentHTML("beforeend", textBlock(first.p, "prompt-text"));
+        }
+      });
       section.appendChild(prompt);
     }
     const grid = el("div", "cands");
@@ -294,7 +284,8 @@
       if (!event.target.matches("input[type=checkbox][data-row]")) return;
       const picked = [...section.querySelectorAll("input[type=checkbox][data-row]:checked")];
       if (picked.length > 2) { picked.filter((b) => b !== event.target)[0].checked = false; }
-      const now = [...section.querySelectorAll("input[type=checkbox][data-row]:checked")].map((b) => rows[+b.dataset.row]);
+      const now = [...section.querySelectorAll("input[type=checkbox][data-row]:checked")]
+        .map((b) => rows[+b.dataset.row]);
       showDiff(diffBox, now);
     });
     section.addEventListener("click", (event) => {
@@ -311,7 +302,8 @@
   function renderEpisode() {
     const view = $("episode-view");
     if (!current) {
-      view.innerHTML = `<div class="empty">${N ? "No agent-turn matches the filters." : "No agent-turns in this report."}</div>`;
+      const why = N ? "No agent-turn matches the filters." : "No agent-turns in this report.";
+      view.innerHTML = `<div class="empty">${why}</div>`;
       return;
     }
     const ep = current;
@@ -360,45 +352,6 @@
     box.hidden = false;
   }
 
-  // ------------------------------------------------------------------ overview
-  function kvTable(entries) {
-    return `<table class="kv">${entries.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("")}</table>`;
-  }
-  function renderOverview() {
-    const m = D.meta;
-    $("overview-meta").innerHTML = kvTable([["source", m.path], ["kind", m.kind], ["agent-turns", fmtInt(N)],
-      ["episodes", fmtInt(episodes.length)], ["steps saved", m.steps_available],
-      ["advantages", Object.entries(m.advantages).map(([s, note]) => (s === "" ? "" : `step ${s}: `) + note)
-        .join("; ") || "–"],
-      ["texts cut at", fmtInt(m.max_chars) + " characters"], ["written", m.generated + " by teamgym " + m.version]]);
-    if (!$("curves").children.length) $("curves").innerHTML = '<div class="muted">no metrics.jsonl</div>';
-    const stats = new Map();
-    for (const ep of episodes) {
-      const s = stats.get(ep.step) || { rows: 0, eps: 0, ok: 0, known: 0, sum: 0 };
-      s.eps += 1; s.rows += ep.rows.length;
-      if (ep.ok !== null) { s.known += 1; s.ok += ep.ok; }
-      for (const row of ep.rows) s.sum += row.r;
-      stats.set(ep.step, s);
-    }
-    $("step-table").innerHTML = `<table class="kv"><tr><th>step</th><th>agent-turns</th><th>episodes</th>` +
-      `<th>success</th><th>mean reward</th></tr>` + [...stats.entries()].map(([step, s]) => `<tr><td>${step ?? ""}</td>` +
-      `<td class="num">${fmtInt(s.rows)}</td><td class="num">${fmtInt(s.eps)}</td><td class="num">` +
-      `${s.known ? num(s.ok / s.known) : "–"}</td><td class="num">${num(s.sum / s.rows)}</td></tr>`).join("") + "</table>";
-    const c = D.config;
-    let html = "";
-    if (c) {
-      const keys = ["env_id", "env_kwargs", "algo", "rollout", "model", "steps", "tasks_per_step", "k", "group_size",
-        "strategy", "lr", "temperature", "max_new_tokens", "alpha_mixer", "alpha", "sft_steps", "seed"];
-      html += kvTable(keys.filter((k) => k in c).map((k) => [k, JSON.stringify(c[k])]));
-    }
-    if (D.summary) {
-      html += "<h2>Held-out success (summary.json)</h2>" + kvTable(Object.entries(D.summary)
-        .filter(([k, v]) => typeof v === "number").map(([k, v]) => [k, num(v, 4)]));
-    }
-    if (c) html += `<details><summary>full config.json</summary><pre>${esc(JSON.stringify(c, null, 2))}</pre></details>`;
-    $("config").innerHTML = html || '<div class="muted">no config.json</div>';
-  }
-
   // ------------------------------------------------------------------ tabs and start
   function showTab(name) {
     for (const button of document.querySelectorAll("#tabs button")) {
@@ -415,7 +368,7 @@
   $("source").textContent = D.meta.path;
   $("notes").innerHTML = D.meta.notes.map((n) => `<div>${esc(n)}</div>`).join("");
   initFilters();
-  renderOverview();
+  renderOverview(D, episodes);
   const start = location.hash.slice(1);
   showTab(["episodes", "rows", "overview"].includes(start) ? start : (N ? "episodes" : "overview"));
   applyFilters();
