@@ -1,4 +1,4 @@
-"""The ``teamgym`` command line: ``list``, ``play`` and ``train``.
+"""The ``teamgym`` command line: ``list``, ``play``, ``train`` and ``inspect``.
 
 ::
 
@@ -7,6 +7,7 @@
     teamgym play coder_tester-v0 --agent tester=scripted --seed 3
     teamgym play plan_path-v0 --agent all=scripted   # watch the scripted team play
     teamgym train --env plan_path-v0 --algo at_grpo --steps 20 --output-dir runs/demo
+    teamgym inspect runs/demo                        # an HTML report of the saved rollouts (docs/inspect.md)
 
 In ``play``, end a completion with a line holding a single ``.`` (or end of input).
 """
@@ -56,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("train", add_help=False,
                         help="train a team with an advantage estimator (`teamgym train --help`; docs/training.md)")
+
+    inspect = commands.add_parser("inspect", help="write an HTML report of a run's rollouts (see docs/inspect.md)")
+    from teamgym.report import write as report_cli
+
+    report_cli.add_arguments(inspect)
+    inspect.set_defaults(run=report_cli.run)
     return parser
 
 

@@ -19,6 +19,7 @@ ALLOWED = {
     "rollout": {"errors", "core", "algos"},
     "train": {"errors", "core", "algos", "registry", "rollout"},
     "testing": {"errors", "core"},
+    "report": {"errors"},
     "cli": {"errors", "core"},
 }
 
