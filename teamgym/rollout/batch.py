@@ -14,7 +14,7 @@ receives the team term on the planner's step): the trajectory columns credit it 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -155,10 +155,20 @@ class AgentTurnBatch:
         """Completion tokens in the batch."""
         return sum(len(c) for c in self.completion_ids)
 
-    def to_jsonl(self, path: str | Path) -> None:
-        """Write one JSON object per row (for inspection; task ids that JSON cannot hold are written as strings)."""
+    def to_jsonl(self, path: str | Path, extra: Mapping[str, Sequence[Any]] | None = None) -> None:
+        """Write one JSON object per row (for inspection; task ids that JSON cannot hold are written as strings).
+
+        Args:
+            path: the file to write.
+            extra: more columns, one value per row (e.g. the trainer's ``advantage``).
+        """
+        extra = dict(extra or {})
+        for name, values in extra.items():
+            if len(values) != len(self):
+                raise ValueError(f"extra column {name!r} has {len(values)} values for {len(self)} rows")
         with open(path, "w", encoding="utf-8") as fh:
-            for row in self.rows():
+            for index, row in enumerate(self.rows()):
+                row.update({name: values[index] for name, values in extra.items()})
                 fh.write(json.dumps(row, default=str) + "\n")
 
 

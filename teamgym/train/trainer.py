@@ -29,6 +29,7 @@ import torch
 from teamgym.algos import dynamic_sampling_mask
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.registry import make
+from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.engine import ChatPrompt, RolloutEngine, RolloutResult, TreeSampling, task_seed
 from teamgym.rollout.samplers import Samplers, distinct_policies
 from teamgym.rollout.sampling import SamplingParams
@@ -242,15 +243,16 @@ class Trainer:
         tic = time.perf_counter()
         result = self._rollout()
         batch = result.batch
-        if c.save_batches:
-            (self.output_dir / "batches").mkdir(exist_ok=True)
-            batch.to_jsonl(self.output_dir / "batches" / f"step_{self.step:06d}.jsonl")
         usable = torch.tensor([not e for e in batch.infra_error], dtype=torch.bool)
         train_batch = batch.select(usable)
         alphas = self.alpha.apply(train_batch)
         advantages = estimate(self.estimator, train_batch, rollout=self.rollout_mode, gamma=c.gamma)
+        keep = torch.ones(len(train_batch), dtype=torch.bool)
         if c.ppo.drop_zero_variance:
             keep = dynamic_sampling_mask(train_batch.rewards, train_batch.node_ids())
+        if c.save_batches:
+            self._save_batch(batch, usable, train_batch.rewards, advantages, keep)
+        if c.ppo.drop_zero_variance:
             train_batch, advantages = train_batch.select(keep), advantages[keep]
         update_tic = time.perf_counter()
         stats = None
@@ -264,6 +266,28 @@ class Trainer:
                            dropped=int(usable.numel() - usable.sum()))
         row.update({f"alpha/{agent}": value for agent, value in alphas.items()})
         return row
+
+    def _save_batch(
+        self, batch: AgentTurnBatch, usable: torch.Tensor, rewards: torch.Tensor, advantages: torch.Tensor,
+        keep: torch.Tensor,
+    ) -> None:
+        """``batches/step_N.jsonl``: every row, with the reward the estimator saw, its advantage (None for rows the
+        update did not use) and why a row was dropped (``infra_error``, ``zero_variance``)."""
+        count = len(batch)
+        mixed: list[float | None] = [None] * count
+        advantage: list[float | None] = [None] * count
+        dropped: list[str | None] = ["infra_error"] * count
+        for position, row in enumerate(usable.nonzero().flatten().tolist()):
+            mixed[row] = float(rewards[position])
+            if keep[position]:
+                advantage[row], dropped[row] = float(advantages[position]), None
+            else:
+                dropped[row] = "zero_variance"
+        (self.output_dir / "batches").mkdir(exist_ok=True)
+        batch.to_jsonl(
+            self.output_dir / "batches" / f"step_{self.step:06d}.jsonl",
+            extra={"mixed_reward": mixed, "advantage": advantage, "dropped": dropped},
+        )
 
     def _rollout(self) -> RolloutResult:
         """This step's rollout: a tree over the step's tasks, or ``group_size`` trajectories of each task."""

@@ -37,6 +37,8 @@ def test_columns_rows_and_episodes(tmp_path):
     rows = node_rows("s0-0", 0, "tool", [1.0, -0.5, 0.25], chosen=2) + node_rows("s0-0", 1, "planner", [2.0, 0.0])
     rows[1]["reward_terms"] = {"team": 0.0, "local": -0.5, "format": -0.5}
     rows[3]["infra_error"] = "sandbox down"
+    for row, advantage in zip(rows, [1.0, -1.0, 0.0, None, 0.7]):
+        row["advantage"], row["dropped"] = advantage, None if advantage is not None else "infra_error"
     run = write_run(tmp_path / "run", {3: rows}, metrics=[{"step": 3, "advantage/min": -1.0, "advantage/max": 1.0}])
     data = build_payload(load_source(run))
     cols = data["cols"]
@@ -50,7 +52,7 @@ def test_columns_rows_and_episodes(tmp_path):
     assert cols["k"] == [2] * 5 and cols["l"] == [-1.0] * 5
     assert len(set(cols["p"])) == 1  # one prompt stored once for every candidate sharing it
     assert [data["strings"][i] for i in cols["x"]] == [r["text"] for r in rows]
-    assert "recomputed with at_grpo" in data["meta"]["advantages"]["3"]
+    assert "saved by the trainer" in data["meta"]["advantages"]["3"]
 
 
 def test_long_texts_are_cut_and_the_file_is_bounded(tmp_path):
