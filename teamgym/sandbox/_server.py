@@ -1,6 +1,6 @@
 """The warm fork server: a clean interpreter that runs each job in freshly cloned, jailed processes.
 
-Started by :mod:`teamgym.sandbox.pool` as ``python -s -S _server.py SLOT BASE NAMESPACES(0|1)`` with a scrubbed
+Started by :mod:`teamgym.sandbox.pool` as ``python -s -S _server.py SLOT BASE NAMESPACES(0|1) PACKAGES_JSON`` with a scrubbed
 environment. Stdlib only; never imports teamgym (the host may have torch and threads loaded, this process has
 neither) and never imports site-packages. Protocol on stdin/stdout: 4-byte big-endian length + UTF-8 JSON. The
 server first writes a hello ``{"isolation": {...}, "pid": ...}``; then each request ``{"jobs": [...]}`` gets one
@@ -261,7 +261,7 @@ class _Proc:
 class Server:
     """Runs jobs one at a time; see the module docstring."""
 
-    def __init__(self, base: str, namespaces: bool = True):
+    def __init__(self, base: str, namespaces: bool = True, packages: list[str] | None = None):
         self.base = base
         self.root_user = os.geteuid() == 0
         pid = os.getpid()
@@ -287,13 +287,16 @@ class Server:
                     os.path.join(base, "root"),
                     uid=self.ids["program"][0],
                     gid=self.ids["program"][1],
-                    disk_mb=self.disk_mb,
+                    disk_mb=self.disk_mb, packages=list(packages or []),
                 )
                 errors += setup
                 self.server_ns = not setup
             except OSError as exc:  # half set up: keep what worked, run jobs without the new root
                 errors.append(f"the server's namespaces or new root could not be set up: {exc}")
         self.workdir = _root.JOB_DIR if self.server_ns else os.path.join(base, "job")
+        for folder in sorted({os.path.dirname(p) for p in packages or []}):  # where jobs import them from
+            if folder not in sys.path:
+                sys.path.append(folder)
         procs = {role: self.cgroups.procs_fd(role) for role in _cgroup.ROLES} if self.cgroups else {}
         self.zygote = Zygote(procs) if _jail.can_clone() else None
         for fd in procs.values():  # the zygote holds them; a server without one forks children itself (no cgroups)
@@ -708,6 +711,7 @@ def main() -> None:
     _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of degraded-mode jobs come back to be reaped
     base = sys.argv[2]  # argv[1], the slot, only names the process
     namespaces = sys.argv[3] == "1"
+    packages = json.loads(sys.argv[4]) if len(sys.argv) > 4 else []
     control_in, control_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -720,7 +724,7 @@ def main() -> None:
     site.setquit()  # exit() and quit() for programs, as python gives them (this process runs without site)
     site.setcopyright()
     site.sethelper()
-    server = Server(base, namespaces)
+    server = Server(base, namespaces, packages)
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # after the uid_map writes: no same-uid ptrace of the server
     zygote = server.zygote.pid if server.zygote is not None else None
     _wire.write_frame(control_out, {"isolation": server.isolation(), "pid": os.getpid(), "zygote": zygote})
