@@ -13,8 +13,8 @@ it, so that the server and every job it starts see nothing else of the host:
 
 No ``/proc``, ``/sys``, ``/home``, ``/root`` (beyond the interpreter's own folders), host ``/tmp``, sockets,
 project checkout, site-packages or datasets; only the installed distributions a pool is asked for (e.g. ``sympy``
-for math tools) are bound back into their package folder. :class:`MemoryCgroups` bounds each job's memory by any means (heap,
-tmpfs files, pipes, shared memory) where the host lets the server create cgroups (root: cgroup v1 or v2).
+for math tools) are bound back into their package folder. The memory cgroups of :mod:`_cgroup` bound each job's
+memory by any means (heap, tmpfs files, pipes, shared memory) where the host lets a root server create them.
 """
 
 from __future__ import annotations
