@@ -2,9 +2,9 @@
 
 Started by :mod:`teamgym.sandbox.pool` as ``python -s -S _server.py SLOT BASE NAMESPACES(0|1) PACKAGES_JSON``
 with a scrubbed environment. Stdlib only; never imports teamgym (the host may have torch and threads loaded, this
-process has neither) and never imports site-packages. Protocol on stdin/stdout: 4-byte big-endian length + UTF-8 JSON. The
-server first writes a hello ``{"isolation": {...}, "pid": ...}``; then each request ``{"jobs": [...]}`` gets one
-reply ``{"results": [...]}``, in order.
+process has neither) and never imports site-packages. Protocol on stdin/stdout: 4-byte big-endian length + UTF-8
+JSON. The server first writes a hello ``{"isolation": {...}, "pid": ..., "zygote": ...}``; then each request
+``{"jobs": [...]}`` gets one reply ``{"results": [...]}``, in order.
 
 Three kinds of process, three levels of trust:
 
