@@ -9,12 +9,13 @@ JSON. The server first writes a hello ``{"isolation": {...}, "pid": ..., "zygote
 Three kinds of process, three levels of trust:
 
 * the **server** (trusted) reads jobs, holds their code, tests and outputs, and supervises;
-* its **zygote** (trusted), forked once at start before any job exists, clones every job process (as the
-  server's child, ``CLONE_PARENT``). It never sees a job's data (that travels in file descriptors it only passes
-  on), so a job, which can read all of its own memory, finds nothing of any other job there;
+* its **zygote** (trusted, see :mod:`_zygote`), forked once at start before any job exists, clones every job process
+  (as the server's child, ``CLONE_PARENT``). It never sees a job's data (the server hands a job's file descriptors
+  to the job process itself), so a job, which can read all of its own memory, finds nothing of any other job there;
 * **job processes** (hostile): the *program*, and for assert tests its *judge*, each in its own PID and IPC
   namespace, uid (as root), memory cgroup and seccomp filter (see :mod:`_jail`), inside the minimal root the
-  server pivoted into (see :mod:`_root`). They talk only through pipes the server made.
+  server pivoted into (see :mod:`_root`). They talk only through pipes the server made; the server supervises them
+  (see :mod:`_supervise`) and, for tests that are literal calls, calls the program itself (see :mod:`_caller`).
 """
 
 from __future__ import annotations
