@@ -1,0 +1,1 @@
+"""Learning sanity envs: tiny tasks with a known answer, for checking that an RL setup learns from random init."""
