@@ -92,7 +92,9 @@ class Server:
             except OSError as exc:  # half set up: keep what worked, run jobs without the new root
                 errors.append(f"the server's namespaces or new root could not be set up: {exc}")
         self.workdir = _root.JOB_DIR if self.server_ns else os.path.join(base, "job")
-        for folder in sorted({os.path.dirname(p) for p in packages or []}):  # where jobs import them from
+        if packages and self.server_ns:  # where jobs import them from
+            sys.path.append(_root.PACKAGES_DIR)
+        for folder in sorted({os.path.dirname(p) for p in packages or []} if not self.server_ns else ()):
             if folder not in sys.path:
                 sys.path.append(folder)
         procs = {role: self.cgroups.procs_fd(role) for role in _cgroup.ROLES} if self.cgroups else {}
