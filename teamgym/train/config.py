@@ -381,9 +381,10 @@ def _path(name: str, known: Mapping[str, Any]) -> str:
         return name
     if name in LEGACY_NAMES:
         return LEGACY_NAMES[name]
-    names = [*known, *LEGACY_NAMES, "alpha_mixer"]
+    guesses = closest_names(name, [*known, *LEGACY_NAMES, "alpha_mixer"])
+    close = f"did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else "no field is close to it;"
     raise InvalidArgumentError(
-        f"unknown config field {name!r}: closest known names {closest_names(name, names)}; see `teamgym train --help`"
+        f"unknown config field {name!r}: {close} every field is listed by `teamgym train --help` (docs/training.md)"
     )
 
 

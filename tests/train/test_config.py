@@ -68,8 +68,11 @@ def test_cli_precedence_file_then_set_then_flags(tmp_path):
 
 
 def test_cli_unknown_set_field_is_named(tmp_path):
-    with pytest.raises(InvalidArgumentError, match="stepz"):
+    with pytest.raises(InvalidArgumentError, match="stepz.*did you mean 'steps'"):
         config_from_args(_parse(["--set", "stepz=3"]))
+    with pytest.raises(InvalidArgumentError, match="'nope': no field is close to it") as info:
+        config_from_args(_parse(["--set", "nope=1"]))  # 0.5 from entropy_coef: no suggestion
+    assert "entropy_coef" not in str(info.value)
 
 
 def test_defaults_are_the_embedded_main_job():
