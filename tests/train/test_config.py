@@ -155,3 +155,10 @@ def test_teamgym_train_help_lists_the_generated_flags(capsys):
         cli.main(["train", "--help"])
     out = capsys.readouterr().out
     assert exit_info.value.code == 0 and "teamgym train" in out and "--tree-k K, --k K" in out and "--ppo-lr" in out
+
+
+def test_the_ppo_sections_aggregations_are_the_losses():
+    from teamgym.algos import AGGREGATIONS
+    from teamgym.train import sections
+
+    assert sections.AGGREGATIONS == AGGREGATIONS  # spelled twice so that the config loads without torch
