@@ -60,7 +60,7 @@ from teamgym.core.spaces import TextSpace
 from teamgym.core.text import clip_text, sanitize_text
 from teamgym.errors import EnvStateError, InvalidActionError, InvalidArgumentError, SnapshotError
 
-__all__ = ["TurnBasedTextEnv", "require_episode"]
+__all__ = ["TurnBasedTextEnv", "dead_step_infos", "require_episode"]
 
 logger = logging.getLogger(__name__)
 
@@ -200,9 +200,7 @@ class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
                     "(PettingZoo's convention), or call reset()"
                 )
             self._was_dead_step(action)
-            # The dead step cleared every reward: clear the terms that explain them, so that rewards == mix(terms).
-            for a in self.agents:
-                self.infos[a] = {**self.infos[a], "reward_terms": zero_terms()}
+            self.infos = dead_step_infos(self.infos)
             return
         text, flags = self._coerce_action(action)
         self._cumulative_rewards[agent] = 0.0
@@ -405,6 +403,13 @@ def require_episode(env: AECEnv, method: str) -> None:
             f"{type(env).__name__}.{method}() after the episode ended (every agent is done and has left): "
             "call env.reset(seed=...) to start a new one"
         )
+
+
+def dead_step_infos(infos: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``infos`` after a dead step: PettingZoo's dead step clears every reward, so the reward terms that explain them
+    are cleared too (``rewards == alpha * team + local`` holds), keeping their names (a dead step changes values in
+    ``infos``, never keys). For the base class and for wrappers that keep their own views."""
+    return {a: {**info, "reward_terms": dict.fromkeys(info["reward_terms"], 0.0)} for a, info in infos.items()}
 
 
 def _before_reset(env: AECEnv, method: str) -> EnvStateError:

@@ -24,7 +24,7 @@ from typing import Any
 from pettingzoo import AECEnv
 from pettingzoo.utils import BaseWrapper
 
-from teamgym.core.env import require_episode
+from teamgym.core.env import dead_step_infos, require_episode
 from teamgym.core.rewards import RewardTerms, add_terms, zero_terms
 from teamgym.errors import InvalidArgumentError, SnapshotError
 
@@ -201,7 +201,7 @@ class RewardWrapper(TextEnvWrapper):
             for a in [a for a in table if a not in live]:
                 del table[a]
         self.rewards = {a: 0.0 for a in self.env.agents}
-        self.infos = {a: {**info, "reward_terms": zero_terms()} for a, info in self.infos.items()}
+        self.infos = dead_step_infos(self.infos)
 
     def _get_state(self) -> Any:
         return {

@@ -23,8 +23,7 @@ from typing import Any
 
 from pettingzoo import AECEnv
 
-from teamgym.core.env import require_episode
-from teamgym.core.rewards import zero_terms
+from teamgym.core.env import dead_step_infos, require_episode
 from teamgym.errors import InvalidActionError, InvalidArgumentError
 from teamgym.wrappers.base import TextEnvWrapper
 
@@ -148,7 +147,7 @@ class TurnLimit(TextEnvWrapper):
             views[name].pop(agent, None)
         views["agents"] = [a for a in views["agents"] if a != agent]
         views["rewards"] = {a: 0.0 for a in views["agents"]}
-        views["infos"] = {a: {**info, "reward_terms": zero_terms()} for a, info in views["infos"].items()}
+        views["infos"] = dead_step_infos(views["infos"])
         if views["agents"]:
             views["agent_selection"] = views["agents"][0]
 
