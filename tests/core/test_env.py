@@ -60,7 +60,7 @@ def test_dead_steps_clear_the_reward_terms_with_the_rewards():
     env = RelayEnv(max_turns=1)
     env.reset(seed=0, options={"task_id": "river"})
     env.step("")  # the speaker's format penalty: local -1
-    env.step("")  # truncated: the listener earned nothing
+    env.step("")  # truncated; the listener echoed the empty message: local 0.5
     env.step(None)  # the speaker leaves; PettingZoo clears every reward
     assert env.rewards == {"listener": 0.0}
     assert env.infos["listener"]["reward_terms"] == {"team": 0.0, "local": 0.0, "echo": 0.0}  # same names, all 0
