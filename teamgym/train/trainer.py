@@ -251,9 +251,14 @@ class Trainer:
 
     def _rl_loop(self, metrics: MetricsLogger) -> None:
         c = self.config
+        if self.step < c.steps:
+            logger.info("RL: %s steps %d to %d, %s rollouts of %d tasks each", c.algo, self.step + 1, c.steps,
+                        self.rollout_mode, c.tasks_per_step)
+        successes = []
         with self._progress(c.steps, "RL steps", "step", initial=self.step) as advance:
             while self.step < c.steps:
                 row = self._rl_step()
+                successes.append(row["success"])
                 self.step += 1
                 if c.eval_every and self.step % c.eval_every == 0 and self.step < c.steps:
                     evaluation = self.evaluate()
@@ -263,6 +268,9 @@ class Trainer:
                 if self.step % c.checkpoint_every == 0 or self.step == c.steps:
                     self._checkpoint()
                 advance(success=f"{row['success']:.2f}", reward=f"{row['reward/mean']:.2f}")
+        if successes:
+            logger.info("RL: %d steps done, training success %.1f%% over the last %d", len(successes),
+                        100 * float(np.mean(successes[-10:])), min(10, len(successes)))
 
     def _rl_step(self) -> dict[str, Any]:
         c = self.config

@@ -119,7 +119,8 @@ def test_every_phase_says_when_it_starts_and_how_it_went(tmp_path, caplog, capsy
         train(config)
     for line in ("held-out evaluation before training: 2 tasks", "held-out success before training:",
                  "warm start: the scripted expert plays", "warm start: 2 SFT steps on",
-                 "held-out evaluation after 2 SFT steps", "held-out success after 1 at_grpo steps:"):
+                 "held-out evaluation after 2 SFT steps", "RL: at_grpo steps 1 to 1, tree rollouts of 2 tasks each",
+                 "RL: 1 steps done, training success", "held-out success after 1 at_grpo steps:"):
         assert line in caplog.text, line
     bars = capsys.readouterr().err
     for bar in ("eval before training", "SFT warm start", "RL steps", "eval after 1 at_grpo steps"):
