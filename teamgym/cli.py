@@ -2,6 +2,7 @@
 
 ::
 
+    teamgym --version
     teamgym list                                     # ids, agents, one-line descriptions
     teamgym play coder_tester-v0                     # you type every agent's completion
     teamgym play coder_tester-v0 --agent tester=scripted --seed 3
@@ -41,7 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from teamgym import __version__
+
     parser = argparse.ArgumentParser(prog="teamgym", description="Environments and training for teams of LLM agents.")
+    parser.add_argument("--version", action="version", version=f"teamgym {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     listing = commands.add_parser("list", help="list the registered envs")

@@ -46,7 +46,8 @@ class EnvSpec:
         id: ``name-vN``.
         entry_point: ``"package.module:Class"`` (imported on first ``make``) or a callable returning an ``AECEnv``.
         kwargs: default keyword arguments, overridden by those given to ``make``.
-        description: one line for ``teamgym list`` (default: the first line of the entry point's docstring).
+        description: one line for ``teamgym list`` (default: the first line of the entry point's docstring, read at
+            registration for a callable; for a ``"module:Class"`` string, :meth:`summary` reads it on first use).
     """
 
     id: str
@@ -82,10 +83,7 @@ class EnvSpec:
 
     def summary(self) -> str:
         """The one-line description shown by ``teamgym list``."""
-        if self.description:
-            return self.description
-        doc = inspect.getdoc(self.load()) or ""
-        return doc.strip().splitlines()[0] if doc.strip() else ""
+        return self.description or _first_doc_line(self.load())
 
     def agents(self) -> list[str]:
         """The agent names of an env built with the default arguments."""
@@ -98,6 +96,11 @@ class EnvSpec:
             return list(env.possible_agents)
         finally:
             env.close()
+
+
+def _first_doc_line(target: Any) -> str:
+    doc = (inspect.getdoc(target) or "").strip()
+    return doc.splitlines()[0] if doc else ""
 
 
 _registry: dict[str, EnvSpec] = {}
@@ -128,7 +131,7 @@ def register(
     Args:
         env_id: the versioned id.
         entry_point: ``"package.module:Class"`` or a callable returning a PettingZoo ``AECEnv``.
-        description: one line for ``teamgym list``.
+        description: one line for ``teamgym list`` (default: the first line of a callable's docstring).
         override: replace an existing registration with a different one (re-registering an identical one is a no-op).
         **defaults: default keyword arguments passed to the entry point.
 
@@ -142,6 +145,8 @@ def register(
         raise RegistrationError(
             f"env {env_id!r}: entry_point={entry_point!r} must be a callable or 'package.module:Callable'"
         )
+    if not description and callable(entry_point):
+        description = _first_doc_line(entry_point)
     new = EnvSpec(env_id, entry_point, dict(defaults), description)
     old = _registry.get(env_id)
     if old is not None and old != new and not override:

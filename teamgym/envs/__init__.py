@@ -1,4 +1,5 @@
-"""The built-in envs. Each family lives in its own folder; registering one here imports nothing heavy.
+"""The built-in envs. Each family lives in its own folder; registering one here imports nothing heavy (so each
+registration says its one-line description itself, for ``teamgym.spec(id).description`` and ``teamgym list``).
 
 ========================  ==============================  ====================================================
 id                        agents                          task
@@ -16,9 +17,15 @@ from __future__ import annotations
 
 from teamgym.registry import register
 
-register("coder_tester-v0", "teamgym.envs.coder_tester.env:CoderTesterEnv")
-register("plan_path-v0", "teamgym.envs.planning.plan_path:PlanPathEnv")
-register("sudoku-v0", "teamgym.envs.planning.sudoku:SudokuEnv")
-register("sokoban-v0", "teamgym.envs.planning.sokoban:SokobanEnv")
-register("math_tool-v0", "teamgym.envs.math_tool.env:MathToolEnv")
-register("discussion-v0", "teamgym.envs.discussion.env:DiscussionEnv")
+register("coder_tester-v0", "teamgym.envs.coder_tester.env:CoderTesterEnv",
+         description="A coder and a tester write a solution and unit tests for a coding problem")
+register("plan_path-v0", "teamgym.envs.planning.plan_path:PlanPathEnv",
+         description="A tool agent and a planner find a shortest path on a grid with obstacles")
+register("sudoku-v0", "teamgym.envs.planning.sudoku:SudokuEnv",
+         description="A tool agent and a planner fill a 4x4 or 9x9 sudoku")
+register("sokoban-v0", "teamgym.envs.planning.sokoban:SokobanEnv",
+         description="A tool agent and a planner push every box onto a goal")
+register("math_tool-v0", "teamgym.envs.math_tool.env:MathToolEnv",
+         description="A reasoner and a tool agent (Python) solve an exact-answer math problem")
+register("discussion-v0", "teamgym.envs.discussion.env:DiscussionEnv",
+         description="N agents answer a math problem, discuss, then vote; the majority answer counts")
