@@ -1,4 +1,4 @@
-"""The ``teamgym`` command line: ``list``, ``play``, ``train`` and ``inspect``.
+"""The ``teamgym`` command line: ``list``, ``play``, ``train``, ``inspect`` and the contributor's tools.
 
 ::
 
@@ -8,6 +8,7 @@
     teamgym play plan_path-v0 --agent all=scripted   # watch the scripted team play
     teamgym train --env plan_path-v0 --algo at_grpo --steps 20 --output-dir runs/demo
     teamgym inspect runs/demo                        # an HTML report of the saved rollouts (docs/inspect.md)
+    teamgym check my_game-v0                         # every conformance check, each with its fix (CONTRIBUTING.md)
 
 In ``play``, end a completion with a line holding a single ``.`` (or end of input).
 """
@@ -63,7 +64,17 @@ def _parser() -> argparse.ArgumentParser:
 
     report_cli.add_arguments(inspect)
     inspect.set_defaults(run=report_cli.run)
+    _add_contributor_commands(commands)
     return parser
+
+
+def _add_contributor_commands(commands: argparse._SubParsersAction) -> None:
+    """``check``, ``new-env``, ``catalogue`` and ``versions``: the env contributor's tools (CONTRIBUTING.md)."""
+    from teamgym.contrib import checks
+
+    check = commands.add_parser("check", help="run every check_env check on an env and report each (exit 0/1)")
+    checks.add_arguments(check)
+    check.set_defaults(run=checks.run)
 
 
 def _train(argv: list[str]) -> int:

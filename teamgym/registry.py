@@ -68,11 +68,8 @@ class EnvSpec:
         """The callable that builds the env (importing its module if the entry point is a string)."""
         if callable(self.entry_point):
             return self.entry_point
-        module_name, _, attr = self.entry_point.partition(":")
         try:
-            target: Any = importlib.import_module(module_name)
-            for part in attr.split("."):
-                target = getattr(target, part)
+            target = load_entry_point(self.entry_point)
         except (ImportError, AttributeError) as err:
             raise RegistrationError(
                 f"env {self.id!r}: entry point {self.entry_point!r} cannot be loaded ({err}); "
@@ -98,6 +95,15 @@ class EnvSpec:
             return list(env.possible_agents)
         finally:
             env.close()
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """The object ``"package.module:attr.path"`` names (``ImportError``/``AttributeError`` when there is none)."""
+    module_name, _, attr = entry_point.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        target = getattr(target, part)
+    return target
 
 
 _registry: dict[str, EnvSpec] = {}
