@@ -76,6 +76,12 @@ def _add_contributor_commands(commands: argparse._SubParsersAction) -> None:
     checks.add_arguments(check)
     check.set_defaults(run=checks.run)
 
+    from teamgym.contrib import versions
+
+    record = commands.add_parser("versions", help="check env behaviour against the recorded fingerprints (exit 0/1)")
+    versions.add_arguments(record)
+    record.set_defaults(run=versions.run)
+
 
 def _train(argv: list[str]) -> int:
     try:

@@ -21,6 +21,7 @@ import importlib
 import inspect
 import logging
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -47,12 +48,15 @@ class EnvSpec:
         entry_point: ``"package.module:Class"`` (imported on first ``make``) or a callable returning an ``AECEnv``.
         kwargs: default keyword arguments, overridden by those given to ``make``.
         description: one line for ``teamgym list`` (default: the first line of the entry point's docstring).
+        deprecated: why this version should no longer be used, and what to use instead ("" = supported); ``make``
+            warns with it (a ``FutureWarning``), ``teamgym list`` shows it.
     """
 
     id: str
     entry_point: str | Callable[..., AECEnv]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    deprecated: str = ""
 
     @property
     def name(self) -> str:
@@ -126,15 +130,20 @@ def register(
     entry_point: str | Callable[..., AECEnv],
     *,
     description: str = "",
+    deprecated: str = "",
     override: bool = False,
     **defaults: Any,
 ) -> EnvSpec:
     """Register an env under ``env_id`` (``name-vN``).
 
+    A change in an env's behaviour is a new version (CONTRIBUTING.md, "Versions"): register ``name-v(N+1)`` and
+    keep ``name-vN`` registered, supported or ``deprecated``.
+
     Args:
         env_id: the versioned id.
         entry_point: ``"package.module:Class"`` or a callable returning a PettingZoo ``AECEnv``.
         description: one line for ``teamgym list``.
+        deprecated: for an old version that should no longer be used: why, and what to use instead (``make`` warns).
         override: replace an existing registration with a different one (re-registering an identical one is a no-op).
         **defaults: default keyword arguments passed to the entry point.
 
@@ -148,7 +157,7 @@ def register(
         raise RegistrationError(
             f"env {env_id!r}: entry_point={entry_point!r} must be a callable or 'package.module:Callable'"
         )
-    new = EnvSpec(env_id, entry_point, dict(defaults), description)
+    new = EnvSpec(env_id, entry_point, dict(defaults), description, deprecated)
     old = _registry.get(env_id)
     if old is not None and old != new and not override:
         raise RegistrationError(
@@ -207,6 +216,10 @@ def make(env_id: str, **kwargs: Any) -> AECEnv:
     'coder'
     """
     env_spec = spec(env_id)
+    if env_spec.deprecated:
+        newest = spec(env_spec.name).id
+        warnings.warn(f"{env_spec.id} is deprecated: {env_spec.deprecated} (the newest version is {newest})",
+                      FutureWarning, stacklevel=2)
     target = env_spec.load()
     arguments = {**env_spec.kwargs, **kwargs}
     _check_kwargs(env_spec.id, target, arguments)
@@ -240,6 +253,8 @@ def pprint_registry(*, print_output: bool = True) -> str:
         try:
             agents = ", ".join(env_spec.agents())
             description = env_spec.summary()
+            if env_spec.deprecated:
+                description = f"(deprecated: {env_spec.deprecated}) {description}"
         except Exception as err:  # one broken plugin must not hide the others
             agents, description = "?", f"(cannot be built: {err})"
         rows.append((env_id, agents, description))
