@@ -76,6 +76,12 @@ def _add_contributor_commands(commands: argparse._SubParsersAction) -> None:
     checks.add_arguments(check)
     check.set_defaults(run=checks.run)
 
+    from teamgym.contrib import catalogue
+
+    pages = commands.add_parser("catalogue", help="check (or --write) the env catalogue's pages, docs/envs/")
+    catalogue.add_arguments(pages)
+    pages.set_defaults(run=catalogue.run)
+
     from teamgym.contrib import versions
 
     record = commands.add_parser("versions", help="check env behaviour against the recorded fingerprints (exit 0/1)")

@@ -6,15 +6,16 @@ behaviour a fingerprint pins.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from pettingzoo import AECEnv
 
 from teamgym.core import Policy, TurnBasedTextEnv
-from teamgym.registry import list_envs, spec
+from teamgym.registry import list_envs, make, spec
 from teamgym.testing import play_episode
 
-__all__ = ["BUILTIN_PREFIX", "builtin_ids", "play_constant", "play_team", "scripted_team", "team_names"]
+__all__ = ["BUILTIN_PREFIX", "build", "builtin_ids", "play_constant", "play_team", "scripted_team", "team_names"]
 
 #: Entry points of the envs that ship with teamgym start with this (plugins' and tests' envs do not).
 BUILTIN_PREFIX = "teamgym.envs."
@@ -24,6 +25,13 @@ def builtin_ids() -> list[str]:
     """Every registered id whose entry point is in ``teamgym.envs``, sorted."""
     return [env_id for env_id in list_envs()
             if isinstance(spec(env_id).entry_point, str) and spec(env_id).entry_point.startswith(BUILTIN_PREFIX)]
+
+
+def build(env_id: str, **kwargs: Any) -> AECEnv:
+    """``teamgym.make`` without the warning of a deprecated version (pages and fingerprints cover those too)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return make(env_id, **kwargs)
 
 
 def team_names(env: AECEnv) -> list[str]:

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from teamgym.contrib.episodes import builtin_ids, play_constant, play_team, team_names
+from teamgym.contrib.episodes import build, builtin_ids, play_constant, play_team, team_names
 from teamgym.errors import InvalidArgumentError
-from teamgym.registry import list_envs, make
+from teamgym.registry import list_envs
 
 __all__ = ["FINGERPRINT_SEEDS", "Finding", "add_arguments", "check_record", "default_record_path", "fingerprint",
            "load_record", "record", "run"]
@@ -82,7 +82,7 @@ def fingerprint(env_id: str) -> dict[str, str]:
     Episodes are ``"<team>/seed<s>"`` for each scripted team name and seed in :data:`FINGERPRINT_SEEDS`, and
     ``"empty/seed0"``; each hash is the first 16 hex digits of a SHA-256 over the episode's steps.
     """
-    env = make(env_id)
+    env = build(env_id)
     try:
         hashes = {f"{name}/seed{seed}": _hash(play_team(env, name, seed=seed))
                   for name in team_names(env) for seed in FINGERPRINT_SEEDS}
