@@ -64,7 +64,8 @@ class Finding:
         name = self.env_id.rsplit("-v", 1)[0]
         version = int(self.env_id.rsplit("-v", 1)[1])
         if self.kind == "unrecorded":
-            return f"{self.env_id} has no recorded fingerprint: run `teamgym versions --record` and commit the file"
+            return (f"{self.env_id} has no recorded fingerprint: run `teamgym versions {self.env_id} --record` (a "
+                    f"plugin: with --file and the path of its record) and commit the file")
         if self.kind == "unregistered":
             return (f"{self.env_id} is recorded but no longer registered: keep old versions registered (with "
                     f"deprecated='why, and what to use instead' if they should not be used) so that published "
