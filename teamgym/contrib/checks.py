@@ -30,7 +30,6 @@ from pettingzoo import AECEnv
 
 from teamgym.errors import InvalidArgumentError
 from teamgym.registry import load_entry_point, make
-from teamgym.testing import env_checks
 
 __all__ = ["CHECKS", "CheckReport", "CheckResult", "add_arguments", "check", "run"]
 
@@ -169,6 +168,8 @@ def check(target: str, *, num_garbage: int = 1000, seed: int = 0) -> CheckReport
         num_garbage: garbage actions to play (>= 1,000 for a full check, as the test suite does).
         seed: base seed of every check.
     """
+    from teamgym.testing import env_checks  # PettingZoo's test suite: imported when a check runs, not by every CLI call
+
     if isinstance(num_garbage, bool) or not isinstance(num_garbage, int) or num_garbage < 1:
         raise InvalidArgumentError(f"--garbage {num_garbage!r}: expected an int >= 1 (1000 for a full check)")
     results: list[CheckResult] = []

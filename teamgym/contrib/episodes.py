@@ -7,13 +7,13 @@ behaviour a fingerprint pins.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from pettingzoo import AECEnv
 
 from teamgym.core import Policy, TurnBasedTextEnv
 from teamgym.registry import list_envs, make, spec
-from teamgym.testing import play_episode
 
 __all__ = ["BUILTIN_PREFIX", "build", "builtin_ids", "play_constant", "play_team", "scripted_team", "team_names"]
 
@@ -63,10 +63,17 @@ def play_team(env: AECEnv, name: str | None, *, seed: int, max_steps: int = 500)
     """
     env.reset(seed=seed)
     team = scripted_team(env, name)
-    return play_episode(env, lambda agent, observation, info: team[agent](observation) if agent in team else "",
-                        seed=seed, max_steps=max_steps)
+    return _play(env, lambda agent, observation: team[agent](observation) if agent in team else "", seed, max_steps)
 
 
 def play_constant(env: AECEnv, completion: str, *, seed: int, max_steps: int = 500) -> list[dict[str, Any]]:
     """One episode from ``reset(seed=seed)`` in which every agent always replies ``completion``."""
-    return play_episode(env, lambda agent, observation, info: completion, seed=seed, max_steps=max_steps)
+    return _play(env, lambda agent, observation: completion, seed, max_steps)
+
+
+def _play(env: AECEnv, act: Callable[[str, Any], str], seed: int, max_steps: int) -> list[dict[str, Any]]:
+    # PettingZoo's test suite comes with teamgym.testing: imported when an episode is played, not by every CLI call.
+    from teamgym.testing import play_episode
+
+    return play_episode(env, lambda agent, observation, info: act(agent, observation), seed=seed,
+                        max_steps=max_steps)
