@@ -6,11 +6,12 @@ is a new version. Register ``name-v(N+1)`` with the new behaviour and keep ``nam
 ``name-vN`` then stay reproducible.
 
 A *fingerprint* pins one version's behaviour: for each scripted team the env offers (each policy name of any role)
-on seeds 0 and 1, and for a team that always replies with an empty completion on seed 0, a hash of every step (the
-acting agent, its observation and action, every agent's reward, reward terms and infos). The fingerprints of the
-built-in envs are recorded in ``tests/envs/fingerprints.json``; ``tests/envs/test_versions.py`` fails when a
-registered version behaves differently from its record, when a recorded version is no longer registered, or when a
-version is not recorded at all::
+on seeds 0 and 1, and for a team that always replies with an empty completion on seed 0, a hash of every step: the
+acting agent, its observation and action, every agent's reward, reward terms, chat messages and infra error, and
+the episode's end (success, truncation, turns, steps, returns). Other infos are diagnostics and may change without
+a new version. The fingerprints of the built-in envs are recorded in ``tests/envs/fingerprints.json``;
+``tests/envs/test_versions.py`` fails when a registered version behaves differently from its record, when a
+recorded version is no longer registered, or when a version is not recorded at all::
 
     teamgym versions                       # check every built-in version against the record (exit 0/1)
     teamgym versions --record              # record the versions that have no fingerprint yet (a new env or -vN)
@@ -93,8 +94,24 @@ def fingerprint(env_id: str) -> dict[str, str]:
     return hashes
 
 
+#: The parts of an episode's summary that a fingerprint pins (the rest are diagnostics).
+_EPISODE_KEYS = ("success", "truncated", "turns", "steps", "returns")
+
+
 def _hash(rows: list[dict[str, Any]]) -> str:
-    text = json.dumps(rows, sort_keys=True, ensure_ascii=True, default=_plain)
+    """A hash of what a learner sees and earns in each step; other infos (diagnostics) may change freely."""
+    steps = [{
+        "agent": row["agent"],
+        "action": row["action"],
+        "observation": row["observation"],
+        "rewards": row["rewards"],
+        "terms": {agent: info.get("reward_terms") for agent, info in row["infos"].items()},
+        "messages": {agent: info.get("messages") for agent, info in row["infos"].items()},
+        "infra_error": {agent: info.get("infra_error", "") for agent, info in row["infos"].items()},
+        "episode": {agent: {key: info["episode"].get(key) for key in _EPISODE_KEYS}
+                    for agent, info in row["infos"].items() if "episode" in info},
+    } for row in rows]
+    text = json.dumps(steps, sort_keys=True, ensure_ascii=True, default=_plain)
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 import teamgym
 from teamgym import cli, registry
 from teamgym.contrib.versions import check_record, fingerprint, record
+from teamgym.core import reward_terms
 from teamgym.errors import InvalidArgumentError
 from tests.support.relay_env import RelayEnv
 
@@ -24,6 +26,35 @@ def test_fingerprint_covers_every_scripted_team_and_is_deterministic():
     prints = fingerprint("relay-v0")
     assert sorted(prints) == ["empty/seed0", "oracle/seed0", "oracle/seed1", "silent/seed0", "silent/seed1"]
     assert prints == fingerprint("relay-v0")
+
+
+class _TimedRelay(RelayEnv):
+    """RelayEnv with a diagnostic info (as a sandbox's timing) that may change without a new version."""
+
+    elapsed = 0.25
+
+    def _apply_action(self, agent, action):
+        outcome = super()._apply_action(agent, action)
+        return replace(outcome, info={agent: {"elapsed_s": self.elapsed}})
+
+
+class _StingyRelay(RelayEnv):
+    """RelayEnv whose listener no longer earns the echo term: what an agent earns changed."""
+
+    def _apply_action(self, agent, action):
+        outcome = super()._apply_action(agent, action)
+        return replace(outcome, terms={who: reward_terms(team=terms["team"], echo=0.0) if "echo" in terms else terms
+                                       for who, terms in outcome.terms.items()})
+
+
+def test_diagnostic_infos_are_not_behaviour_but_rewards_are():
+    base = fingerprint("relay-v0")
+    teamgym.register("relay-v0", _TimedRelay, max_turns=2, override=True)
+    assert fingerprint("relay-v0") == base
+    _TimedRelay.elapsed = 9.5
+    assert fingerprint("relay-v0") == base
+    teamgym.register("relay-v0", _StingyRelay, max_turns=2, override=True)
+    assert fingerprint("relay-v0")["oracle/seed0"] != base["oracle/seed0"]
 
 
 def test_a_change_of_behaviour_fails_until_it_is_a_new_version(tmp_path: Path):
