@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -42,6 +43,14 @@ def test_a_passing_env_reports_every_check(capsys):
     out = capsys.readouterr().out
     assert "Starting API test" not in out  # PettingZoo's progress lines stay out of the report
     assert out.count("PASS") == len(CHECKS) and "10 checks: all passed" in out
+
+
+def test_pettingzoos_made_up_reset_option_is_not_reported_but_a_real_one_is(caplog):
+    with caplog.at_level(logging.WARNING, logger="teamgym.core.env"):
+        assert check("tests.support.relay_env:RelayEnv", num_garbage=20).passed
+        assert "ignores unknown options" not in caplog.text  # api_test's reset(options={"options": 1})
+        RelayEnv().reset(seed=0, options={"difficulty": 2})
+    assert "ignores unknown options ['difficulty']" in caplog.text
 
 
 def test_a_failure_says_what_was_expected_what_happened_where_and_the_fix():
