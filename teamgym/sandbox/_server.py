@@ -214,7 +214,7 @@ class Server:
                 finally:
                     for fd in (*calls, *answers):
                         os.close(fd)
-            _supervise.supervise(procs, start + float(job["timeout"]), caller)
+            _supervise.supervise(procs, float(job["timeout"]), caller)
         finally:
             if caller is not None:
                 caller.close()
@@ -344,6 +344,9 @@ class Server:
     def _result(self, procs: list[_supervise.Proc], oom: dict[str, bool], duration: float) -> dict:
         for proc in procs:
             if not proc.ready:  # the jail never came up: nothing of the job ran, so it cannot be its fault
+                if proc.verdict == "setup":
+                    why = f"the {proc.role}'s jail was not up after {_supervise.SETUP_SECONDS:g} s (host overloaded?)"
+                    return _infra(why, duration)
                 return _infra(f"the {proc.role}'s jail could not be set up", duration)
         program = procs[0]
         returncode = os.waitstatus_to_exitcode(program.status)

@@ -236,7 +236,7 @@ class Sandbox:
 
     def _submit(self, slot: int, batch: list[dict]) -> list[dict]:
         server = self._server(slot)
-        budget = sum(float(j["timeout"]) + 1.0 for j in batch) + 10.0
+        budget = sum(float(j["timeout"]) + 2.0 for j in batch) + 20.0  # jails may take a while to come up when busy
         with server.lock:
             try:
                 return server.request(batch, budget)
