@@ -41,7 +41,7 @@ from teamgym.core.rewards import RESERVED_TERMS
 from teamgym.core.spaces import TextSpace
 from teamgym.errors import EnvStateError, InvalidActionError, InvalidArgumentError
 
-__all__ = ["check_env", "garbage_actions", "play_episode"]
+__all__ = ["check_env", "env_checks", "garbage_actions", "play_episode"]
 
 EnvFactory = Callable[[], AECEnv]
 
@@ -64,26 +64,37 @@ def check_env(
         seed: base seed for every check.
         env_kwargs: keyword arguments for ``teamgym.make`` when ``env`` is an id.
     """
-    make_aec, make_par = _factories(env, dict(env_kwargs or {}))
-    for name, run in (
-        ("api_test", lambda: api_test(make_aec(), num_cycles=api_cycles)),
-        ("parallel_api_test", lambda: parallel_api_test(make_par(), num_cycles=api_cycles)),
-        ("seed_test", lambda: seed_test(make_aec, num_cycles=api_cycles)),
-    ):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # PettingZoo warns that text observations are not numpy arrays
-            try:
-                run()
-            except AssertionError:
-                raise
-            except Exception as err:
-                raise AssertionError(f"PettingZoo's {name} raised {type(err).__name__}: {err}") from err
-    _check_misuse(make_aec())
-    _check_garbage(make_aec, num_garbage, seed)
-    _check_snapshots(make_aec, seed)
-    _check_seeded_resets(make_aec, seed)
-    _check_render(env, make_aec, dict(env_kwargs or {}), seed)
-    _check_scripted(make_aec, seed)
+    for _, run in env_checks(env, num_garbage=num_garbage, api_cycles=api_cycles, seed=seed, env_kwargs=env_kwargs):
+        run()
+
+
+def env_checks(
+    env: str | EnvFactory,
+    *,
+    num_garbage: int = 1000,
+    api_cycles: int = 50,
+    seed: int = 0,
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> list[tuple[str, Callable[[], None]]]:
+    """The checks :func:`check_env` runs, in order, as ``(name, run)`` pairs; ``run()`` raises ``AssertionError``.
+
+    Each ``run`` builds its own envs, so a failed check does not stop the next from running (``teamgym check``
+    reports every check this way). Arguments as :func:`check_env`.
+    """
+    kwargs = dict(env_kwargs or {})
+    make_aec, make_par = _factories(env, kwargs)
+    return [
+        ("api_test", _pettingzoo("api_test", lambda: api_test(make_aec(), num_cycles=api_cycles))),
+        ("parallel_api_test", _pettingzoo("parallel_api_test",
+                                          lambda: parallel_api_test(make_par(), num_cycles=api_cycles))),
+        ("seed_test", _pettingzoo("seed_test", lambda: seed_test(make_aec, num_cycles=api_cycles))),
+        ("misuse", lambda: _check_misuse(make_aec())),
+        ("garbage", lambda: _check_garbage(make_aec, num_garbage, seed)),
+        ("snapshots", lambda: _check_snapshots(make_aec, seed)),
+        ("seeded_resets", lambda: _check_seeded_resets(make_aec, seed)),
+        ("render", lambda: _check_render(env, make_aec, kwargs, seed)),
+        ("scripted", lambda: _check_scripted(make_aec, seed)),
+    ]
 
 
 def garbage_actions(rng: np.random.Generator, space: TextSpace | None = None) -> Iterator[str]:
@@ -174,6 +185,22 @@ def _copies(env: AECEnv) -> EnvFactory:
             f"check_env(lambda: {type(env).__name__}(...))"
         ) from err
     return lambda: copy.deepcopy(template)
+
+
+def _pettingzoo(name: str, test: Callable[[], None]) -> Callable[[], None]:
+    """One of PettingZoo's tests, quiet, with any exception it raises turned into an ``AssertionError``."""
+
+    def run() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PettingZoo warns that text observations are not numpy arrays
+            try:
+                test()
+            except AssertionError:
+                raise
+            except Exception as err:
+                raise AssertionError(f"PettingZoo's {name} raised {type(err).__name__}: {err}") from err
+
+    return run
 
 
 def _alpha(env: AECEnv, agent: str) -> float:

@@ -20,6 +20,7 @@ ALLOWED = {
     "train": {"errors", "core", "algos", "registry", "rollout"},
     "testing": {"errors", "core"},
     "report": {"errors"},
+    "contrib": {"errors", "core", "registry", "testing"},
     "cli": {"errors", "core"},
 }
 

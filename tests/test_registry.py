@@ -97,3 +97,13 @@ def test_pprint_registry_lists_agents_and_descriptions(relay_registered):
     assert "speaker, listener" in line and "newer relay" in line
     line = next(row for row in text.splitlines() if row.startswith("relay-v0"))
     assert "Speaker passes a secret word" in line
+
+
+def test_deprecated_version_warns_and_the_name_gives_the_newest(relay_registered):
+    teamgym.register("relay-v0", RelayEnv, max_turns=2, deprecated="its listener was rewarded twice; use relay-v1",
+                     override=True)
+    with pytest.warns(FutureWarning, match=r"relay-v0 is deprecated: its listener.*newest version is relay-v1"):
+        teamgym.make("relay-v0")
+    assert teamgym.make("relay").max_turns == 3
+    line = next(row for row in teamgym.pprint_registry(print_output=False).splitlines() if row.startswith("relay-v0"))
+    assert "(deprecated: its listener was rewarded twice; use relay-v1)" in line

@@ -1,16 +1,8 @@
 """The built-in envs. Each family lives in its own folder; registering one here imports nothing heavy (so each
 registration says its one-line description itself, for ``teamgym.spec(id).description`` and ``teamgym list``).
 
-========================  ==============================  ====================================================
-id                        agents                          task
-========================  ==============================  ====================================================
-``coder_tester-v0``       coder, tester                   write a solution and unit tests for a coding problem
-``plan_path-v0``          tool, planner                   shortest path on a grid with obstacles
-``sudoku-v0``             tool, planner                   fill a 4x4 or 9x9 sudoku
-``sokoban-v0``            tool, planner                   push boxes onto goals
-``math_tool-v0``          reasoner, tool                  exact-answer math problems
-``discussion-v0``         agent_0 ... agent_{N-1}         answer, then discuss, then vote on a math problem
-========================  ==============================  ====================================================
+The catalogue lists them, a page per id generated from each env's docstring: docs/envs/README.md. A new family
+starts with ``teamgym new-env NAME``, which adds its ``register`` line here (CONTRIBUTING.md).
 """
 
 from __future__ import annotations
