@@ -21,6 +21,7 @@ ALLOWED = {
     "testing": {"errors", "core"},
     "report": {"errors"},
     "cli": {"errors", "core"},
+    "integrations": {"errors", "core", "algos", "registry", "rollout", "wrappers"},
 }
 
 
