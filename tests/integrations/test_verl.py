@@ -111,18 +111,18 @@ def test_estimators_through_verls_compute_advantage_match_teamgyms(verl_name):
     groups = torch.tensor([i // 4 for i in range(n)])
     name = tg_verl.ESTIMATORS[verl_name]
     if name == "at_grpo":
-        expected = get_advantage(name)(scores, groups, torch.zeros(n, dtype=torch.long), torch.zeros(n, dtype=torch.long))
+        zeros = torch.zeros(n, dtype=torch.long)
+        expected = get_advantage(name)(scores, groups, zeros, zeros)
     else:
         expected = get_advantage(name)(scores, groups)
     torch.testing.assert_close(out.batch["advantages"], expected[:, None] * mask)
 
 
 def test_documented_gpu_config_composes_against_verls_schema():
+    import verl
     from hydra import compose, initialize_config_dir
     from verl.trainer.config import AlgoConfig
     from verl.utils.config import omega_conf_to_dataclass
-
-    import verl
 
     # Composed as verl's main_ppo composes it (examples/verl/run.py prints that command): our file's defaults pull
     # in verl's ppo_trainer, and a key that verl's schema lacks fails the merge.
