@@ -1,13 +1,18 @@
-"""The ``teamgym`` command line: ``list``, ``play``, ``train`` and ``inspect``.
+"""The ``teamgym`` command line: ``list``, ``play``, ``train``, ``inspect`` and the contributor's tools.
 
 ::
 
+    teamgym --version
     teamgym list                                     # ids, agents, one-line descriptions
     teamgym play coder_tester-v0                     # you type every agent's completion
     teamgym play coder_tester-v0 --agent tester=scripted --seed 3
     teamgym play plan_path-v0 --agent all=scripted   # watch the scripted team play
     teamgym train --env plan_path-v0 --algo at_grpo --steps 20 --output-dir runs/demo
     teamgym inspect runs/demo                        # an HTML report of the saved rollouts (docs/inspect.md)
+    teamgym new-env my_game --package ../my-game     # a new env as a plugin package (CONTRIBUTING.md)
+    teamgym check my_game-v0                         # every conformance check, each with its fix
+    teamgym catalogue --write                        # regenerate the env pages, docs/envs/
+    teamgym versions                                 # every env version behaves as recorded
 
 In ``play``, end a completion with a line holding a single ``.`` (or end of input).
 """
@@ -41,7 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from teamgym import __version__
+
     parser = argparse.ArgumentParser(prog="teamgym", description="Environments and training for teams of LLM agents.")
+    parser.add_argument("--version", action="version", version=f"teamgym {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     listing = commands.add_parser("list", help="list the registered envs")
@@ -63,7 +71,35 @@ def _parser() -> argparse.ArgumentParser:
 
     report_cli.add_arguments(inspect)
     inspect.set_defaults(run=report_cli.run)
+    _add_contributor_commands(commands)
     return parser
+
+
+def _add_contributor_commands(commands: argparse._SubParsersAction) -> None:
+    """``check``, ``new-env``, ``catalogue`` and ``versions``: the env contributor's tools (CONTRIBUTING.md)."""
+    from teamgym.contrib import checks
+
+    check = commands.add_parser("check", help="run every check_env check on an env and report each (exit 0/1)")
+    checks.add_arguments(check)
+    check.set_defaults(run=checks.run)
+
+    from teamgym.contrib import scaffold
+
+    new_env = commands.add_parser("new-env", help="scaffold a new env (in this checkout, or --package DIR: a plugin)")
+    scaffold.add_arguments(new_env)
+    new_env.set_defaults(run=scaffold.run)
+
+    from teamgym.contrib import catalogue
+
+    pages = commands.add_parser("catalogue", help="check (or --write) the env catalogue's pages, docs/envs/")
+    catalogue.add_arguments(pages)
+    pages.set_defaults(run=catalogue.run)
+
+    from teamgym.contrib import versions
+
+    record = commands.add_parser("versions", help="check env behaviour against the recorded fingerprints (exit 0/1)")
+    versions.add_arguments(record)
+    record.set_defaults(run=versions.run)
 
 
 def _train(argv: list[str]) -> int:

@@ -39,7 +39,13 @@ __all__ = [
 ]
 
 
-def closest_names(name: str, candidates: Iterable[str], n: int = 3, cutoff: float = 0.5) -> list[str]:
+#: How similar (difflib's ratio) a registered name must be to a mistyped one to be suggested: at 0.7 a typo or a
+#: missing separator is suggested (``coder_testr-v0``, ``gpro``, ``outputdir``), a different word is not
+#: (``nope-v0`` is 0.53 from ``plan_path-v0``, ``nope`` 0.5 from ``entropy_coef``).
+SUGGESTION_CUTOFF = 0.7
+
+
+def closest_names(name: str, candidates: Iterable[str], n: int = 3, cutoff: float = SUGGESTION_CUTOFF) -> list[str]:
     """The registered names most similar to ``name``, best first (difflib ratio >= ``cutoff``)."""
     return difflib.get_close_matches(name, sorted(set(candidates)), n=n, cutoff=cutoff)
 
@@ -66,7 +72,7 @@ class UnknownNameError(TeamGymError, LookupError):
         if self.suggestions:
             fix = "did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
         else:
-            fix = "registered: " + (", ".join(self.available) if self.available else "(none)")
+            fix = "registered: " + (", ".join(self.available) if self.available else "(none)") + "."
         message = f"unknown {kind} {name!r}: {fix}"
         if hint:
             message += f" {hint}"

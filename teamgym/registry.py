@@ -21,6 +21,7 @@ import importlib
 import inspect
 import logging
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -46,13 +47,17 @@ class EnvSpec:
         id: ``name-vN``.
         entry_point: ``"package.module:Class"`` (imported on first ``make``) or a callable returning an ``AECEnv``.
         kwargs: default keyword arguments, overridden by those given to ``make``.
-        description: one line for ``teamgym list`` (default: the first line of the entry point's docstring).
+        description: one line for ``teamgym list`` (default: the first line of the entry point's docstring, read at
+            registration for a callable; for a ``"module:Class"`` string, :meth:`summary` reads it on first use).
+        deprecated: why this version should no longer be used, and what to use instead ("" = supported); ``make``
+            warns with it (a ``FutureWarning``), ``teamgym list`` shows it.
     """
 
     id: str
     entry_point: str | Callable[..., AECEnv]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    deprecated: str = ""
 
     @property
     def name(self) -> str:
@@ -68,11 +73,8 @@ class EnvSpec:
         """The callable that builds the env (importing its module if the entry point is a string)."""
         if callable(self.entry_point):
             return self.entry_point
-        module_name, _, attr = self.entry_point.partition(":")
         try:
-            target: Any = importlib.import_module(module_name)
-            for part in attr.split("."):
-                target = getattr(target, part)
+            target = load_entry_point(self.entry_point)
         except (ImportError, AttributeError) as err:
             raise RegistrationError(
                 f"env {self.id!r}: entry point {self.entry_point!r} cannot be loaded ({err}); "
@@ -82,10 +84,7 @@ class EnvSpec:
 
     def summary(self) -> str:
         """The one-line description shown by ``teamgym list``."""
-        if self.description:
-            return self.description
-        doc = inspect.getdoc(self.load()) or ""
-        return doc.strip().splitlines()[0] if doc.strip() else ""
+        return self.description or _first_doc_line(self.load())
 
     def agents(self) -> list[str]:
         """The agent names of an env built with the default arguments."""
@@ -98,6 +97,20 @@ class EnvSpec:
             return list(env.possible_agents)
         finally:
             env.close()
+
+
+def _first_doc_line(target: Any) -> str:
+    doc = (inspect.getdoc(target) or "").strip()
+    return doc.splitlines()[0] if doc else ""
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """The object ``"package.module:attr.path"`` names (``ImportError``/``AttributeError`` when there is none)."""
+    module_name, _, attr = entry_point.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        target = getattr(target, part)
+    return target
 
 
 _registry: dict[str, EnvSpec] = {}
@@ -120,15 +133,20 @@ def register(
     entry_point: str | Callable[..., AECEnv],
     *,
     description: str = "",
+    deprecated: str = "",
     override: bool = False,
     **defaults: Any,
 ) -> EnvSpec:
     """Register an env under ``env_id`` (``name-vN``).
 
+    A change in an env's behaviour is a new version (CONTRIBUTING.md, "Versions"): register ``name-v(N+1)`` and
+    keep ``name-vN`` registered, supported or ``deprecated``.
+
     Args:
         env_id: the versioned id.
         entry_point: ``"package.module:Class"`` or a callable returning a PettingZoo ``AECEnv``.
-        description: one line for ``teamgym list``.
+        description: one line for ``teamgym list`` (default: the first line of a callable's docstring).
+        deprecated: for an old version that should no longer be used: why, and what to use instead (``make`` warns).
         override: replace an existing registration with a different one (re-registering an identical one is a no-op).
         **defaults: default keyword arguments passed to the entry point.
 
@@ -142,7 +160,9 @@ def register(
         raise RegistrationError(
             f"env {env_id!r}: entry_point={entry_point!r} must be a callable or 'package.module:Callable'"
         )
-    new = EnvSpec(env_id, entry_point, dict(defaults), description)
+    if not description and callable(entry_point):
+        description = _first_doc_line(entry_point)
+    new = EnvSpec(env_id, entry_point, dict(defaults), description, deprecated)
     old = _registry.get(env_id)
     if old is not None and old != new and not override:
         raise RegistrationError(
@@ -201,6 +221,10 @@ def make(env_id: str, **kwargs: Any) -> AECEnv:
     'coder'
     """
     env_spec = spec(env_id)
+    if env_spec.deprecated:
+        newest = spec(env_spec.name).id
+        warnings.warn(f"{env_spec.id} is deprecated: {env_spec.deprecated} (the newest version is {newest})",
+                      FutureWarning, stacklevel=2)
     target = env_spec.load()
     arguments = {**env_spec.kwargs, **kwargs}
     _check_kwargs(env_spec.id, target, arguments)
@@ -234,6 +258,8 @@ def pprint_registry(*, print_output: bool = True) -> str:
         try:
             agents = ", ".join(env_spec.agents())
             description = env_spec.summary()
+            if env_spec.deprecated:
+                description = f"(deprecated: {env_spec.deprecated}) {description}"
         except Exception as err:  # one broken plugin must not hide the others
             agents, description = "?", f"(cannot be built: {err})"
         rows.append((env_id, agents, description))

@@ -5,19 +5,27 @@ checks a text env for LLM teams needs on top:
 
 * garbage actions (random unicode, empty, a megabyte, control characters, lone surrogates, unclosed code fences)
   never raise, and every reward stays finite;
-* every agent has ``reward_terms`` with ``team`` and ``local`` at every step, ``rewards == alpha * team + local``,
-  and the named parts of ``local`` add up to it;
+* every agent has ``reward_terms`` with ``team`` and ``local`` at every step, dead steps included (where PettingZoo
+  clears the rewards, the terms are cleared too), ``rewards == alpha * team + local``, and the named parts of
+  ``local`` add up to it;
 * ``infos[agent]["messages"]`` is chat-format; finished episodes carry an ``episode`` summary;
 * ``snapshot`` -> actions -> ``restore`` -> the same actions gives identical observations, rewards and infos, also in
   a second env built the same way;
-* seeded resets are identical; ``render_mode="ansi"`` renders text; misuse raises ``teamgym.errors`` classes.
+* seeded resets are identical; ``render_mode="ansi"`` renders text; misuse raises ``teamgym.errors`` classes
+  naming the fix (``step``/``last``/``observe`` before ``reset()``, ``step``/``last`` after every agent is done,
+  actions that are not ``str``).
+
+It takes a registered id, an env instance (as Gymnasium's and PettingZoo's checkers do) or a factory:
 
 >>> from teamgym.testing import check_env
 >>> check_env("coder_tester-v0", num_garbage=50)  # doctest: +SKIP
+>>> check_env(MyEnv(max_turns=2))  # doctest: +SKIP
+>>> check_env(lambda: MyEnv(max_turns=2))  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -31,15 +39,15 @@ from teamgym.core.env import TurnBasedTextEnv
 from teamgym.core.parallel import TurnParallelEnv
 from teamgym.core.rewards import RESERVED_TERMS
 from teamgym.core.spaces import TextSpace
-from teamgym.errors import EnvStateError, InvalidActionError
+from teamgym.errors import EnvStateError, InvalidActionError, InvalidArgumentError
 
-__all__ = ["check_env", "garbage_actions", "play_episode"]
+__all__ = ["check_env", "env_checks", "garbage_actions", "play_episode"]
 
 EnvFactory = Callable[[], AECEnv]
 
 
 def check_env(
-    env: str | EnvFactory,
+    env: str | AECEnv | EnvFactory,
     *,
     num_garbage: int = 1000,
     api_cycles: int = 50,
@@ -49,32 +57,44 @@ def check_env(
     """Run every conformance check on an env; raises ``AssertionError`` naming the first failure.
 
     Args:
-        env: a registered env id, or a zero-argument factory returning a fresh ``AECEnv``.
+        env: a registered env id, an ``AECEnv`` (as Gymnasium's and PettingZoo's checkers take; the checks run on
+            deep copies of it, made before any check runs), or a zero-argument factory returning a fresh ``AECEnv``.
         num_garbage: how many garbage actions to play (>= 1,000 for a full check).
         api_cycles: cycles for PettingZoo's api/parallel/seed tests.
         seed: base seed for every check.
         env_kwargs: keyword arguments for ``teamgym.make`` when ``env`` is an id.
     """
-    make_aec, make_par = _factories(env, dict(env_kwargs or {}))
-    for name, run in (
-        ("api_test", lambda: api_test(make_aec(), num_cycles=api_cycles)),
-        ("parallel_api_test", lambda: parallel_api_test(make_par(), num_cycles=api_cycles)),
-        ("seed_test", lambda: seed_test(make_aec, num_cycles=api_cycles)),
-    ):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # PettingZoo warns that text observations are not numpy arrays
-            try:
-                run()
-            except AssertionError:
-                raise
-            except Exception as err:
-                raise AssertionError(f"PettingZoo's {name} raised {type(err).__name__}: {err}") from err
-    _check_misuse(make_aec())
-    _check_garbage(make_aec, num_garbage, seed)
-    _check_snapshots(make_aec, seed)
-    _check_seeded_resets(make_aec, seed)
-    _check_render(env, make_aec, dict(env_kwargs or {}), seed)
-    _check_scripted(make_aec, seed)
+    for _, run in env_checks(env, num_garbage=num_garbage, api_cycles=api_cycles, seed=seed, env_kwargs=env_kwargs):
+        run()
+
+
+def env_checks(
+    env: str | EnvFactory,
+    *,
+    num_garbage: int = 1000,
+    api_cycles: int = 50,
+    seed: int = 0,
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> list[tuple[str, Callable[[], None]]]:
+    """The checks :func:`check_env` runs, in order, as ``(name, run)`` pairs; ``run()`` raises ``AssertionError``.
+
+    Each ``run`` builds its own envs, so a failed check does not stop the next from running (``teamgym check``
+    reports every check this way). Arguments as :func:`check_env`.
+    """
+    kwargs = dict(env_kwargs or {})
+    make_aec, make_par = _factories(env, kwargs)
+    return [
+        ("api_test", _pettingzoo("api_test", lambda: api_test(make_aec(), num_cycles=api_cycles))),
+        ("parallel_api_test", _pettingzoo("parallel_api_test",
+                                          lambda: parallel_api_test(make_par(), num_cycles=api_cycles))),
+        ("seed_test", _pettingzoo("seed_test", lambda: seed_test(make_aec, num_cycles=api_cycles))),
+        ("misuse", lambda: _check_misuse(make_aec())),
+        ("garbage", lambda: _check_garbage(make_aec, num_garbage, seed)),
+        ("snapshots", lambda: _check_snapshots(make_aec, seed)),
+        ("seeded_resets", lambda: _check_seeded_resets(make_aec, seed)),
+        ("render", lambda: _check_render(env, make_aec, kwargs, seed)),
+        ("scripted", lambda: _check_scripted(make_aec, seed)),
+    ]
 
 
 def garbage_actions(rng: np.random.Generator, space: TextSpace | None = None) -> Iterator[str]:
@@ -124,21 +144,63 @@ def play_episode(env: AECEnv, policy: Callable[[str, Any, dict[str, Any]], str],
 
 
 # ---------------------------------------------------------------------- the checks
-def _factories(env: str | EnvFactory, kwargs: dict[str, Any]) -> tuple[EnvFactory, Callable[[], ParallelEnv]]:
+def _factories(
+    env: str | AECEnv | EnvFactory, kwargs: dict[str, Any]
+) -> tuple[EnvFactory, Callable[[], ParallelEnv]]:
     if isinstance(env, str):
         from teamgym.registry import make, make_parallel
 
         return (lambda: make(env, **kwargs)), (lambda: make_parallel(env, **kwargs))
+    if kwargs:
+        raise InvalidArgumentError(
+            f"check_env(env_kwargs={kwargs!r}) with an env that is already built: env_kwargs are arguments for "
+            "teamgym.make, pass them with a registered id (check_env('my_env-v0', env_kwargs=...))"
+        )
+    make_aec = _copies(env) if isinstance(env, AECEnv) else env
+    if not callable(make_aec):
+        raise InvalidArgumentError(
+            f"check_env({type(env).__name__}): expected a registered env id, a PettingZoo AECEnv or a zero-argument "
+            "function returning one (for a ParallelEnv, check the AEC env it was made from)"
+        )
 
     def make_par() -> ParallelEnv:
-        aec = env()
+        aec = make_aec()
         if isinstance(aec.unwrapped, TurnBasedTextEnv):  # wrappers of a teamgym env keep its turn semantics
             return TurnParallelEnv(aec)
         from pettingzoo.utils.conversions import aec_to_parallel
 
         return aec_to_parallel(aec)
 
-    return env, make_par
+    return make_aec, make_par
+
+
+def _copies(env: AECEnv) -> EnvFactory:
+    """Fresh deep copies of ``env`` as it is now (the checks need several envs, and must not depend on each other)."""
+    try:
+        template = copy.deepcopy(env)
+    except Exception as err:
+        raise InvalidArgumentError(
+            f"check_env({type(env).__name__} instance): the checks play several copies of the env, and "
+            f"copy.deepcopy raised {type(err).__name__}: {err}; pass a zero-argument factory instead, e.g. "
+            f"check_env(lambda: {type(env).__name__}(...))"
+        ) from err
+    return lambda: copy.deepcopy(template)
+
+
+def _pettingzoo(name: str, test: Callable[[], None]) -> Callable[[], None]:
+    """One of PettingZoo's tests, quiet, with any exception it raises turned into an ``AssertionError``."""
+
+    def run() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PettingZoo warns that text observations are not numpy arrays
+            try:
+                test()
+            except AssertionError:
+                raise
+            except Exception as err:
+                raise AssertionError(f"PettingZoo's {name} raised {type(err).__name__}: {err}") from err
+
+    return run
 
 
 def _alpha(env: AECEnv, agent: str) -> float:
@@ -179,20 +241,32 @@ def _check_step_invariants(env: AECEnv, where: str) -> None:
 
 
 def _check_misuse(env: AECEnv) -> None:
-    try:
-        env.step("hello")
-    except EnvStateError:
-        pass
-    else:
-        raise AssertionError("step() before reset() must raise teamgym.errors.EnvStateError")
+    agent = env.possible_agents[0]
+    if getattr(env, "agent_selection", None) is None:  # an env passed in after its reset() cannot show this part
+        for what, call in (("step('hello')", lambda: env.step("hello")), ("last()", env.last),
+                           (f"observe({agent!r})", lambda: env.observe(agent))):
+            _expect_error(EnvStateError, call, f"{what} before reset()")
     env.reset(seed=0)
     for bad in (None, 42, b"bytes"):
-        try:
-            env.step(bad)
-        except InvalidActionError:
-            continue
-        raise AssertionError(f"step({bad!r}) for a live agent must raise teamgym.errors.InvalidActionError")
+        _expect_error(InvalidActionError, lambda bad=bad: env.step(bad), f"step({bad!r}) for a live agent")
+    play_episode(env, _random_policy(0), seed=0)
+    for what, call in (("step(None)", lambda: env.step(None)), ("step('hello')", lambda: env.step("hello")),
+                       ("last()", env.last)):
+        _expect_error(EnvStateError, call, f"{what} after every agent is done")
     env.close()
+
+
+def _expect_error(error: type[Exception], call: Callable[[], Any], what: str) -> None:
+    """Fail unless ``call()`` raises ``error`` (a ``teamgym.errors`` class, whose message names the fix)."""
+    try:
+        call()
+    except error:
+        return
+    except Exception as err:
+        raise AssertionError(
+            f"{what} raised {type(err).__name__}: {err}; it must raise teamgym.errors.{error.__name__}"
+        ) from err
+    raise AssertionError(f"{what} must raise teamgym.errors.{error.__name__}")
 
 
 def _check_garbage(make_aec: EnvFactory, num_actions: int, seed: int) -> None:
@@ -210,6 +284,7 @@ def _check_garbage(make_aec: EnvFactory, num_actions: int, seed: int) -> None:
         agent = env.agent_selection
         if env.terminations[agent] or env.truncations[agent]:
             env.step(None)
+            _check_step_invariants(env, f"dead step of {agent!r} after garbage action #{i}")
             continue
         action = next(stream)
         try:
@@ -312,7 +387,7 @@ def _check_seeded_resets(make_aec: EnvFactory, seed: int) -> None:
     b.close()
 
 
-def _check_render(env_id: str | EnvFactory, make_aec: EnvFactory, kwargs: dict[str, Any], seed: int) -> None:
+def _check_render(env_id: str | AECEnv | EnvFactory, make_aec: EnvFactory, kwargs: dict[str, Any], seed: int) -> None:
     if isinstance(env_id, str):
         from teamgym.registry import make
 

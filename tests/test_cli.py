@@ -48,6 +48,12 @@ def test_bad_agent_spec_is_a_clean_error(capsys):
     assert cli.main(["play", "nope-v0"]) == 2
 
 
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"teamgym {teamgym.__version__}"
+
+
 def test_console_entry_point_runs():
     result = subprocess.run([sys.executable, "-m", "teamgym", "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "play" in result.stdout and "train" in result.stdout

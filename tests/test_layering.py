@@ -20,7 +20,9 @@ ALLOWED = {
     "train": {"errors", "core", "algos", "registry", "rollout"},
     "testing": {"errors", "core"},
     "report": {"errors"},
+    "contrib": {"errors", "core", "registry", "testing"},
     "cli": {"errors", "core"},
+    "integrations": {"errors", "core", "algos", "registry", "rollout", "wrappers"},
 }
 
 
@@ -48,3 +50,26 @@ def test_imports_flow_the_documented_way():
             if imported not in ALLOWED[package]:
                 wrong.append(f"{path.relative_to(PACKAGE)} imports teamgym.{imported}")
     assert not wrong, wrong
+
+
+def test_the_layout_lists_every_module_where_it_is():
+    """docs/ARCHITECTURE.md's layout names each module (private ``_x.py`` may go unnamed) in the folder it is in."""
+    doc = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    layout = doc[doc.index("## Layout"):].split("```")[1]
+    folders: list[str] = []
+    misplaced = []
+    for line in layout.splitlines():
+        stripped = line.lstrip()
+        depth = (len(line) - len(stripped)) // 2
+        head = stripped.split("  ")[0]
+        if head.endswith("/") and line.startswith(" "):
+            folders[depth - 1:] = [head.rstrip("/")]
+        elif head.endswith(".py") and line.startswith(" "):
+            for name in head.split(", "):
+                path = PACKAGE.joinpath(*folders[: depth - 1], name)
+                if not path.is_file():
+                    misplaced.append(str(path.relative_to(PACKAGE)))
+    assert not misplaced, f"listed but not there: {misplaced}"
+    unlisted = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                if not p.name.startswith("_") and p.name not in layout and p.stem.removesuffix("_gen") not in layout]
+    assert not unlisted, f"modules docs/ARCHITECTURE.md does not name: {unlisted}"

@@ -43,6 +43,25 @@ def test_unknown_id_suggests_closest(relay_registered):
     assert isinstance(UnknownEnvError("x", []), LookupError)
 
 
+def test_suggestions_only_for_close_names():
+    with pytest.raises(UnknownEnvError) as info:
+        teamgym.make("nope-v0")  # 0.5 from sudoku-v0 by difflib's ratio: a different word, not a typo
+    assert info.value.suggestions == [] and "did you mean" not in str(info.value)
+    assert "registered: coder_tester-v0" in str(info.value)
+    with pytest.raises(UnknownEnvError, match="did you mean 'coder_tester-v0'"):
+        teamgym.make("coder_testr-v0")
+
+
+def test_spec_description_is_what_teamgym_list_shows(relay_registered):
+    for env_id in ("coder_tester-v0", "plan_path-v0", "sudoku-v0", "sokoban-v0", "math_tool-v0", "discussion-v0"):
+        assert teamgym.spec(env_id).description, env_id
+    assert teamgym.spec("relay-v0").description == "Speaker passes a secret word to a listener."  # its docstring
+    assert teamgym.spec("relay-v1").description == "newer relay"
+    text = teamgym.pprint_registry(print_output=False)
+    for env_id in teamgym.list_envs():
+        assert teamgym.spec(env_id).summary() in next(row for row in text.splitlines() if row.startswith(env_id))
+
+
 def test_unknown_kwarg_names_accepted_ones(relay_registered):
     with pytest.raises(InvalidArgumentError, match=r"max_turn.*did you mean 'max_turns'.*accepts") as info:
         teamgym.make("relay-v0", max_turn=3)
@@ -78,3 +97,13 @@ def test_pprint_registry_lists_agents_and_descriptions(relay_registered):
     assert "speaker, listener" in line and "newer relay" in line
     line = next(row for row in text.splitlines() if row.startswith("relay-v0"))
     assert "Speaker passes a secret word" in line
+
+
+def test_deprecated_version_warns_and_the_name_gives_the_newest(relay_registered):
+    teamgym.register("relay-v0", RelayEnv, max_turns=2, deprecated="its listener was rewarded twice; use relay-v1",
+                     override=True)
+    with pytest.warns(FutureWarning, match=r"relay-v0 is deprecated: its listener.*newest version is relay-v1"):
+        teamgym.make("relay-v0")
+    assert teamgym.make("relay").max_turns == 3
+    line = next(row for row in teamgym.pprint_registry(print_output=False).splitlines() if row.startswith("relay-v0"))
+    assert "(deprecated: its listener was rewarded twice; use relay-v1)" in line

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
+from pettingzoo import AECEnv
 
 from teamgym.core import Outcome, reward_terms
+from teamgym.errors import InvalidArgumentError
 from teamgym.testing import check_env, garbage_actions
 from tests.support.relay_env import RelayEnv
 
@@ -20,6 +24,27 @@ def test_check_env_accepts_ids(monkeypatch):
     monkeypatch.setattr(registry, "_registry", dict(registry._registry))
     teamgym.register("relay-v0", RelayEnv)
     check_env("relay-v0", num_garbage=100)
+
+
+def test_check_env_accepts_an_env_instance():
+    env = RelayEnv(max_turns=2)
+    check_env(env, num_garbage=100)
+    used = RelayEnv()
+    used.reset(seed=3)
+    check_env(used, num_garbage=100)  # already reset: the before-reset part cannot run, the rest does
+    with pytest.raises(AssertionError, match="alpha\\*team\\+local"):
+        check_env(WrongReward(), num_garbage=100)
+
+
+def test_check_env_refuses_what_it_cannot_check():
+    with pytest.raises(InvalidArgumentError, match="env_kwargs are arguments for teamgym.make"):
+        check_env(RelayEnv(), env_kwargs={"max_turns": 2})
+    with pytest.raises(InvalidArgumentError, match="expected a registered env id, a PettingZoo AECEnv"):
+        check_env(42)
+    locked = RelayEnv()
+    locked.lock = threading.Lock()
+    with pytest.raises(InvalidArgumentError, match=r"copy.deepcopy raised TypeError.*check_env\(lambda: RelayEnv"):
+        check_env(locked)
 
 
 class CrashesOnGarbage(RelayEnv):
@@ -65,9 +90,34 @@ class UnseededTask(RelayEnv):
         return random.choice(self.task_ids())
 
 
+class StaleTermsOnDeadSteps(RelayEnv):
+    """PettingZoo's dead step alone: the rewards are cleared, the terms in infos still explain the step before."""
+
+    def step(self, action):
+        if self.agents and (self.terminations[self.agent_selection] or self.truncations[self.agent_selection]):
+            self._was_dead_step(action)
+            return
+        super().step(action)
+
+
+class KeyErrorAfterTheEnd(RelayEnv):
+    def step(self, action):
+        if self._has_reset and not self.agents:
+            raise KeyError(self.agent_selection)
+        super().step(action)
+
+
+class AttributeErrorBeforeReset(RelayEnv):
+    def last(self, observe=True):
+        return AECEnv.last(self, observe)
+
+
 @pytest.mark.parametrize(
     ("env_class", "message"),
     [
+        (StaleTermsOnDeadSteps, r"dead step of .* alpha\*team\+local"),
+        (KeyErrorAfterTheEnd, r"step\(None\) after every agent is done raised KeyError.*EnvStateError"),
+        (AttributeErrorBeforeReset, r"last\(\) before reset\(\) raised AttributeError.*EnvStateError"),
         (CrashesOnGarbage, "ValueError: cannot parse"),
         (WrongReward, "alpha\\*team\\+local"),
         (PartsDoNotSum, "sum to"),

@@ -60,7 +60,7 @@ from teamgym.core.spaces import TextSpace
 from teamgym.core.text import clip_text, sanitize_text
 from teamgym.errors import EnvStateError, InvalidActionError, InvalidArgumentError, SnapshotError
 
-__all__ = ["TurnBasedTextEnv"]
+__all__ = ["TurnBasedTextEnv", "dead_step_infos", "require_episode"]
 
 logger = logging.getLogger(__name__)
 
@@ -184,8 +184,13 @@ class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
         self._require_reset("observe")
         return {"prompt": self._prompts[agent], "turn": min(self.turn, self.max_turns)}
 
+    def last(self, observe: bool = True) -> tuple[dict[str, Any] | None, float, bool, bool, dict[str, Any]]:
+        """PettingZoo's ``last()``: the selected agent's observation, cumulative reward, flags and info."""
+        require_episode(self, "last")
+        return super().last(observe)
+
     def step(self, action: str | None) -> None:
-        self._require_reset("step")
+        require_episode(self, "step")
         self._require_own_state("step")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
@@ -195,6 +200,7 @@ class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
                     "(PettingZoo's convention), or call reset()"
                 )
             self._was_dead_step(action)
+            self.infos = dead_step_infos(self.infos)
             return
         text, flags = self._coerce_action(action)
         self._cumulative_rewards[agent] = 0.0
@@ -380,9 +386,34 @@ class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
 
     def _require_reset(self, method: str) -> None:
         if not self._has_reset:
-            raise EnvStateError(
-                f"{type(self).__name__}.{method}() called before reset(): call env.reset(seed=...) first"
-            )
+            raise _before_reset(self, method)
+
+
+def require_episode(env: AECEnv, method: str) -> None:
+    """Raise :class:`~teamgym.errors.EnvStateError` naming ``method`` unless ``env`` is inside an episode.
+
+    Inside means reset (or restored) and some agent still in it: PettingZoo's own ``step``/``last`` would fail with
+    a bare ``AttributeError`` before ``reset()`` and a ``KeyError`` once every agent has left. For the base class
+    and for wrappers that keep their own views of the episode.
+    """
+    if getattr(env, "agent_selection", None) is None:
+        raise _before_reset(env, method)
+    if not env.agents:
+        raise EnvStateError(
+            f"{type(env).__name__}.{method}() after the episode ended (every agent is done and has left): "
+            "call env.reset(seed=...) to start a new one"
+        )
+
+
+def dead_step_infos(infos: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``infos`` after a dead step: PettingZoo's dead step clears every reward, so the reward terms that explain them
+    are cleared too (``rewards == alpha * team + local`` holds), keeping their names (a dead step changes values in
+    ``infos``, never keys). For the base class and for wrappers that keep their own views."""
+    return {a: {**info, "reward_terms": dict.fromkeys(info["reward_terms"], 0.0)} for a, info in infos.items()}
+
+
+def _before_reset(env: AECEnv, method: str) -> EnvStateError:
+    return EnvStateError(f"{type(env).__name__}.{method}() called before reset(): call env.reset(seed=...) first")
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:

@@ -1,27 +1,29 @@
-"""The built-in envs. Each family lives in its own folder; registering one here imports nothing heavy.
+"""The built-in envs. Each family lives in its own folder; registering one here imports nothing heavy (so each
+registration says its one-line description itself, for ``teamgym.spec(id).description`` and ``teamgym list``).
 
-========================  ==============================  ====================================================
-id                        agents                          task
-========================  ==============================  ====================================================
-``coder_tester-v0``       coder, tester                   write a solution and unit tests for a coding problem
-``plan_path-v0``          tool, planner                   shortest path on a grid with obstacles
-``sudoku-v0``             tool, planner                   fill a 4x4 or 9x9 sudoku
-``sokoban-v0``            tool, planner                   push boxes onto goals
-``math_tool-v0``          reasoner, tool                  exact-answer math problems
-``discussion-v0``         agent_0 ... agent_{N-1}         answer, then discuss, then vote on a math problem
-========================  ==============================  ====================================================
+The catalogue lists them, a page per id generated from each env's docstring: docs/envs/README.md. A new family
+starts with ``teamgym new-env NAME``, which adds its ``register`` line here (CONTRIBUTING.md).
 """
 
 from __future__ import annotations
 
 from teamgym.registry import register
 
-register("coder_tester-v0", "teamgym.envs.coder_tester.env:CoderTesterEnv")
-register("plan_path-v0", "teamgym.envs.planning.plan_path:PlanPathEnv")
-register("sudoku-v0", "teamgym.envs.planning.sudoku:SudokuEnv")
-register("sokoban-v0", "teamgym.envs.planning.sokoban:SokobanEnv")
-register("math_tool-v0", "teamgym.envs.math_tool.env:MathToolEnv")
-register("discussion-v0", "teamgym.envs.discussion.env:DiscussionEnv")
-register("bandit-v0", "teamgym.envs.sanity.env:BanditEnv")
-register("relay-v0", "teamgym.envs.sanity.env:RelayEnv")
-register("two_turn-v0", "teamgym.envs.sanity.env:TwoTurnEnv")
+register("coder_tester-v0", "teamgym.envs.coder_tester.env:CoderTesterEnv",
+         description="A coder and a tester write a solution and unit tests for a coding problem")
+register("plan_path-v0", "teamgym.envs.planning.plan_path:PlanPathEnv",
+         description="A tool agent and a planner find a shortest path on a grid with obstacles")
+register("sudoku-v0", "teamgym.envs.planning.sudoku:SudokuEnv",
+         description="A tool agent and a planner fill a 4x4 or 9x9 sudoku")
+register("sokoban-v0", "teamgym.envs.planning.sokoban:SokobanEnv",
+         description="A tool agent and a planner push every box onto a goal")
+register("math_tool-v0", "teamgym.envs.math_tool.env:MathToolEnv",
+         description="A reasoner and a tool agent (Python) solve an exact-answer math problem")
+register("discussion-v0", "teamgym.envs.discussion.env:DiscussionEnv",
+         description="N agents answer a math problem, discuss, then vote; the majority answer counts")
+register("bandit-v0", "teamgym.envs.sanity.env:BanditEnv",
+         description="Learning sanity check: one player answers the cue it sees (a one-turn contextual bandit)")
+register("relay-v0", "teamgym.envs.sanity.env:RelayEnv",
+         description="Learning sanity check: a speaker sees a cue, a listener hears the speaker and must repeat it")
+register("two_turn-v0", "teamgym.envs.sanity.env:TwoTurnEnv",
+         description="Learning sanity check: two turns, only the second turn's answer earns a reward")

@@ -1,58 +1,43 @@
 """Rollouts: policies behind one ``generate`` protocol, the tree-sampling engine, and the agent-turn batch.
 
 >>> from teamgym.rollout import HFPolicy, RolloutEngine, SamplingParams, TreeSampling  # doctest: +SKIP
+
+Every name is imported on first use: the engine and the batch need torch, the policies transformers, vLLM or Ray,
+and the settings a training config holds (:mod:`teamgym.rollout.settings`) must load without any of them.
 """
 
 from __future__ import annotations
 
-from teamgym.rollout.batch import AgentTurnBatch
-from teamgym.rollout.engine import ChatPrompt, RolloutEngine, RolloutResult, TreeSampling, default_prompt, task_seed
-from teamgym.rollout.sampling import Completion, Sampler, SamplingParams
-from teamgym.rollout.slot import EnvSlot, LocalSlots, SlotPool
+import importlib
+from typing import Any
 
-__all__ = [
-    "AgentTurnBatch",
-    "ChatPrompt",
-    "Completion",
-    "EnvSlot",
-    "LocalSlots",
-    "RaySlots",
-    "RayVLLMSampler",
-    "SlotPool",
-    "HFPolicy",
-    "RolloutEngine",
-    "RolloutResult",
-    "Sampler",
-    "Samplers",
-    "SamplingParams",
-    "TreeSampling",
-    "VLLMSampler",
-    "VLLMSettings",
-    "default_prompt",
-    "task_seed",
-]
+#: Each public name -> the module that defines it.
+_MODULES = {
+    "AgentTurnBatch": "batch",
+    "ChatPrompt": "engine",
+    "RolloutEngine": "engine",
+    "RolloutResult": "engine",
+    "default_prompt": "engine",
+    "task_seed": "engine",
+    "Completion": "sampling",
+    "Sampler": "sampling",
+    "SamplingParams": "sampling",
+    "EnvSlot": "slot",
+    "LocalSlots": "slot",
+    "SlotPool": "slot",
+    "HFPolicy": "hf",
+    "Samplers": "samplers",
+    "TreeSampling": "settings",
+    "VLLMSettings": "settings",
+    "RaySlots": "ray_backend",
+    "RayVLLMSampler": "ray_vllm",
+    "VLLMSampler": "vllm",
+}
+
+__all__ = sorted(_MODULES)
 
 
-def __getattr__(name: str):
-    # The transformers, vLLM and Ray classes import heavy optional packages: load them on first use only.
-    if name == "HFPolicy":
-        from teamgym.rollout.hf import HFPolicy
-
-        return HFPolicy
-    if name in ("Samplers", "VLLMSettings"):
-        from teamgym.rollout import samplers
-
-        return getattr(samplers, name)
-    if name == "RaySlots":
-        from teamgym.rollout.ray_backend import RaySlots
-
-        return RaySlots
-    if name == "RayVLLMSampler":
-        from teamgym.rollout.ray_vllm import RayVLLMSampler
-
-        return RayVLLMSampler
-    if name == "VLLMSampler":
-        from teamgym.rollout.vllm import VLLMSampler
-
-        return VLLMSampler
-    raise AttributeError(f"module 'teamgym.rollout' has no attribute {name!r}")
+def __getattr__(name: str) -> Any:
+    if name not in _MODULES:
+        raise AttributeError(f"module 'teamgym.rollout' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"teamgym.rollout.{_MODULES[name]}"), name)

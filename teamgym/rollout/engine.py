@@ -39,14 +39,13 @@ from typing import Any
 import numpy as np
 
 from teamgym.algos import AdaptiveK
-from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
+from teamgym.errors import InvalidArgumentError
 from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.sampling import Completion, Sampler, SamplingParams
+from teamgym.rollout.settings import TreeSampling
 from teamgym.rollout.slot import NodeView, Scored, SlotPool
 
 __all__ = ["ChatPrompt", "RolloutEngine", "RolloutResult", "TreeSampling", "default_prompt", "task_seed"]
-
-STRATEGIES = ("greedy", "top_m", "adaptive")
 
 
 def default_prompt(env: Any, agent: str) -> str:
@@ -79,38 +78,6 @@ class ChatPrompt:
                 "prompt_format='env'"
             )
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-
-
-@dataclass(frozen=True)
-class TreeSampling:
-    """How each tree node is expanded (also the trainer's ``tree`` config section).
-
-    Attributes:
-        k: candidates per (agent, step) node (AT-GRPO: 4). ``k = 1`` is plain sampling (no tree).
-        strategy: tree advance rule: ``greedy`` (advance the best, AT-GRPO), ``top_m`` (stochastic advance among
-            the ``top_m`` best) or ``adaptive`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only
-            where they disagree, at most ``k_max``).
-        top_m: ``top_m`` strategy: how many of the best candidates it samples among.
-        top_m_temperature: ``top_m`` strategy: softmax temperature over their rewards (0 = greedy).
-        k0: ``adaptive`` strategy: candidates sampled first at each node.
-        k_max: ``adaptive`` strategy: most candidates one node may get by borrowing the budget banked by agreeing
-            nodes.
-    """
-
-    k: int = 4
-    strategy: str = "greedy"
-    top_m: int = 2
-    top_m_temperature: float = 1.0
-    k0: int = 2
-    k_max: int = 8
-
-    def __post_init__(self) -> None:
-        for name in ("k", "top_m", "k0", "k_max"):
-            check_int(f"tree.{name}", getattr(self, name), 1)
-        check_choice("tree.strategy", self.strategy, STRATEGIES)
-        check_number("tree.top_m_temperature", self.top_m_temperature, low=0.0)
-        if self.strategy == "adaptive":
-            AdaptiveK(k=self.k, k0=self.k0, k_max=self.k_max)  # its own check: 1 <= k0 <= k <= k_max
 
 
 @dataclass

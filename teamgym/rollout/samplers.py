@@ -17,69 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
+from teamgym.errors import InvalidArgumentError, check_choice
 from teamgym.rollout.hf import HFPolicy
 from teamgym.rollout.sampling import Sampler
+from teamgym.rollout.settings import BACKENDS, VLLMSettings
 
 __all__ = ["BACKENDS", "Samplers", "VLLMSettings", "distinct_policies"]
-
-#: What can sample rollouts.
-BACKENDS = ("hf", "vllm")
-
-
-@dataclass(frozen=True)
-class VLLMSettings:
-    """The vLLM engines of each trained model (``backend="vllm"``; also the trainer's ``vllm`` config section).
-
-    Attributes:
-        gpu_memory_utilization: share of GPU memory each vLLM engine may take (the trainer needs the rest).
-        engines: vLLM engines per model. 1 (default): one engine in the trainer's process. More: each engine is a Ray
-            actor (``RayVLLMSampler``, ``pip install 'teamgym[ray]'``), every ``generate`` call's prompts are split
-            into contiguous shards across them and the weights are sent to all of them after each update. Engine
-            ``i`` is seeded ``seed + i``.
-        tensor_parallel_size: GPUs per vLLM engine (vLLM's ``tensor_parallel_size``); above 1 the engines run as Ray
-            actors (even a single one), each holding that many whole GPUs of one node.
-        gpus_per_engine: Ray engines: GPUs each engine actor reserves from Ray. 0 (default) = whole GPUs,
-            ``tensor_parallel_size`` of them (none with ``device="cpu"``, for vLLM's CPU build); with tensor parallel
-            size 1 a share in (0, 1] lets several engines share one GPU (e.g. 0.3 with
-            ``gpu_memory_utilization=0.25``: two engines and the trainer on one GPU). Ray does not count the
-            trainer's own GPU.
-    """
-
-    gpu_memory_utilization: float = 0.4
-    engines: int = 1
-    tensor_parallel_size: int = 1
-    gpus_per_engine: float = 0.0
-
-    def __post_init__(self) -> None:
-        check_number("vllm.gpu_memory_utilization", self.gpu_memory_utilization, low=0.0, inclusive=False)
-        if not self.gpu_memory_utilization < 1:
-            raise InvalidArgumentError(f"config field vllm.gpu_memory_utilization={self.gpu_memory_utilization!r}: "
-                                       "expected a float in (0, 1), e.g. 0.4")
-        check_int("vllm.engines", self.engines, 1)
-        check_int("vllm.tensor_parallel_size", self.tensor_parallel_size, 1)
-        check_number("vllm.gpus_per_engine", self.gpus_per_engine, low=0.0)
-        share, tp = self.gpus_per_engine, self.tensor_parallel_size
-        if tp > 1 and share not in (0, tp):
-            raise InvalidArgumentError(
-                f"config field vllm.gpus_per_engine={share!r} with vllm.tensor_parallel_size={tp}: a tensor parallel "
-                f"engine needs one whole GPU per rank: use 0 (= {tp} GPUs) or {tp}"
-            )
-        if tp == 1 and share > 1:
-            raise InvalidArgumentError(
-                f"config field vllm.gpus_per_engine={share!r}: a one-GPU engine takes a share in (0, 1] of a GPU, or 0 "
-                "for a whole one; for more GPUs per engine set vllm.tensor_parallel_size"
-            )
-        if share and not self.on_ray:
-            raise InvalidArgumentError(
-                f"config field vllm.gpus_per_engine={share!r} applies to Ray engines only: set vllm.engines > 1 (or "
-                "vllm.tensor_parallel_size > 1), or leave it 0 for the in-process engine"
-            )
-
-    @property
-    def on_ray(self) -> bool:
-        """Whether the engines run as Ray actors (several engines, or tensor parallel ones)."""
-        return self.engines > 1 or self.tensor_parallel_size > 1
 
 
 def distinct_policies(policies: Mapping[str, HFPolicy]) -> dict[str, HFPolicy]:

@@ -29,7 +29,7 @@ class Caller:
         self.entry_point, self.tests, self.budget = entry_point, tests, test_timeout
         self.records: list[str] = []
         self.index = -1  # the test in flight; -1 while the program runs its top level
-        self.deadline = time.monotonic() + test_timeout
+        self.deadline = float("inf")  # the program's top level has its budget once its jail is up (``begin``)
         self.seq = 0  # the answer awaited (the test's index + 1)
         self.done = False
         self.inbox = bytearray()
@@ -65,6 +65,11 @@ class Caller:
                 self.done = True
             else:
                 self._broken("the program ended during a call")
+
+    def begin(self, now: float) -> None:
+        """The program's jail is up: its top level has ``test_timeout`` seconds from ``now``."""
+        if self.index < 0 and not self.done:
+            self.deadline = now + self.budget
 
     def on_time(self, now: float) -> None:
         if self.done or now < self.deadline:

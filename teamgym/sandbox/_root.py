@@ -35,6 +35,8 @@ _ST_RELATIME = 4096
 _MNT_DETACH = 2
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 
+#: Where the installed distributions a sandbox exposes (``Sandbox(packages=...)``) are bound in the new root.
+PACKAGES_DIR = "/packages"
 JOB_DIR = "/job"  # the jobs' working directory, inside the new root
 SYSTEM_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
 DEVICES = ("null", "zero", "full", "random", "urandom")
@@ -182,8 +184,11 @@ def build_root(root: str, *, uid: int, gid: int, disk_mb: int, packages: list[st
             os.symlink(target, root + path)
     for path in masks:
         mount("tmpfs", _place(root, path, is_dir=True), "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64k,mode=0755")
-    for path in packages:
-        mount(path, _place(root, path, is_dir=os.path.isdir(path)), None, _MS_BIND | _MS_REC)
+    for path in packages:  # at a neutral place: the host's site folder (in a venv, in a home) stays unnamed
+        parent = os.path.basename(os.path.dirname(path))
+        inside = os.path.join(PACKAGES_DIR, parent, os.path.basename(path)) if parent == "__pycache__" else (
+            os.path.join(PACKAGES_DIR, os.path.basename(path)))
+        mount(path, _place(root, inside, is_dir=os.path.isdir(path)), None, _MS_BIND | _MS_REC)
     for point in read_mountpoints():
         if _within(point, root) and point != root:
             remount_readonly(point)

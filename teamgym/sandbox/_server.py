@@ -92,7 +92,9 @@ class Server:
             except OSError as exc:  # half set up: keep what worked, run jobs without the new root
                 errors.append(f"the server's namespaces or new root could not be set up: {exc}")
         self.workdir = _root.JOB_DIR if self.server_ns else os.path.join(base, "job")
-        for folder in sorted({os.path.dirname(p) for p in packages or []}):  # where jobs import them from
+        if packages and self.server_ns:  # where jobs import them from
+            sys.path.append(_root.PACKAGES_DIR)
+        for folder in sorted({os.path.dirname(p) for p in packages or []} if not self.server_ns else ()):
             if folder not in sys.path:
                 sys.path.append(folder)
         procs = {role: self.cgroups.procs_fd(role) for role in _cgroup.ROLES} if self.cgroups else {}
@@ -214,7 +216,7 @@ class Server:
                 finally:
                     for fd in (*calls, *answers):
                         os.close(fd)
-            _supervise.supervise(procs, start + float(job["timeout"]), caller)
+            _supervise.supervise(procs, float(job["timeout"]), caller)
         finally:
             if caller is not None:
                 caller.close()
@@ -344,6 +346,9 @@ class Server:
     def _result(self, procs: list[_supervise.Proc], oom: dict[str, bool], duration: float) -> dict:
         for proc in procs:
             if not proc.ready:  # the jail never came up: nothing of the job ran, so it cannot be its fault
+                if proc.verdict == "setup":
+                    why = f"the {proc.role}'s jail was not up after {_supervise.SETUP_SECONDS:g} s (host overloaded?)"
+                    return _infra(why, duration)
                 return _infra(f"the {proc.role}'s jail could not be set up", duration)
         program = procs[0]
         returncode = os.waitstatus_to_exitcode(program.status)

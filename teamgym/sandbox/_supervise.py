@@ -11,6 +11,9 @@ import _caller
 import _jail
 
 _READ = 65536
+#: Seconds a job's processes may take to come up (the jail's READY byte) before the job is an infrastructure error.
+#: The job's own clock starts only when every process is ready: an overloaded host delays the jail, not the job.
+SETUP_SECONDS = 5.0
 
 
 class Proc:
@@ -41,9 +44,13 @@ class Proc:
         return self.output("status").startswith(_jail.READY)
 
 
-def supervise(procs: list[Proc], deadline: float, caller: _caller.Caller | None = None) -> None:
+def supervise(procs: list[Proc], timeout: float, caller: _caller.Caller | None = None) -> None:
     """Collect output until the job is over: the program exits (plain job, or calls made by ``caller``) or the
-    judge does (the program then serves until the judge is done)."""
+    judge does (the program then serves until the judge is done).
+
+    ``timeout`` seconds count from the moment every process is ready (its jail is up and its code about to run);
+    until then the processes have :data:`SETUP_SECONDS`, after which they are killed unready (an infra error).
+    """
     poller = select.poll()
     owner: dict[int, tuple[Proc, str | None]] = {}
     for proc in procs:
@@ -58,12 +65,18 @@ def supervise(procs: list[Proc], deadline: float, caller: _caller.Caller | None 
         polled.add(caller.reply_fd)
     primary = procs[-1]
     open_fds = set(owner)
+    started = False
+    deadline = time.monotonic() + SETUP_SECONDS
     while True:
         now = time.monotonic()
+        if not started and all(p.ready for p in procs):
+            started, deadline = True, now + timeout
+            if caller is not None:
+                caller.begin(now)
         if now >= deadline:
             for proc in procs:
                 if proc.status is None:
-                    proc.kill("timeout")
+                    proc.kill("timeout" if started else "setup")
             deadline = float("inf")
         if caller is not None and not caller.closed:
             caller.on_time(now)

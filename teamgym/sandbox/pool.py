@@ -58,6 +58,17 @@ class _ServerDied(Exception):
     pass
 
 
+def base_interpreter() -> str:
+    """The interpreter's own binary, outside any virtual environment. A server needs only the stdlib (it runs with
+    ``-S``), and started from a venv's ``bin/python`` it would have to rebuild the venv's path (often inside a home
+    folder or the project's checkout) in every jail for a job to start the interpreter."""
+    for candidate in (getattr(sys, "_base_executable", None), sys.executable):
+        real = os.path.realpath(candidate) if candidate else ""
+        if real and os.path.isfile(real) and os.access(real, os.X_OK):
+            return real
+    return sys.executable
+
+
 class _Server:
     """One warm fork-server process, talking length-prefixed JSON over its stdin/stdout."""
 
@@ -68,7 +79,7 @@ class _Server:
         try:
             self.proc = subprocess.Popen(
                 [
-                    sys.executable,
+                    base_interpreter(),
                     "-s",  # no user site
                     "-S",  # no site: no site-packages and no .pth hooks in the server, so none in its jobs
                     _SERVER_SCRIPT,
@@ -236,7 +247,7 @@ class Sandbox:
 
     def _submit(self, slot: int, batch: list[dict]) -> list[dict]:
         server = self._server(slot)
-        budget = sum(float(j["timeout"]) + 1.0 for j in batch) + 10.0
+        budget = sum(float(j["timeout"]) + 2.0 for j in batch) + 20.0  # jails may take a while to come up when busy
         with server.lock:
             try:
                 return server.request(batch, budget)

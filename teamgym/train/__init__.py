@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from teamgym.train.config import SamplingConfig, TrainConfig
-from teamgym.train.update import PPOConfig
+from teamgym.train.config import TrainConfig
+from teamgym.train.sections import PPOConfig, SamplingConfig
 
 __all__ = ["PPOConfig", "SamplingConfig", "TrainConfig", "Trainer", "train"]
 

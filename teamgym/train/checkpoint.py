@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from teamgym.errors import CheckpointError
+from teamgym.train.run_dir import list_checkpoints
 
 __all__ = ["save_checkpoint", "load_latest_checkpoint", "list_checkpoints", "verify_checkpoint"]
 
@@ -71,14 +72,6 @@ def save_checkpoint(root: str | Path, step: int, state: dict[str, Any], *, keep:
     for old in list_checkpoints(root.parent)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
-
-
-def list_checkpoints(output_dir: str | Path) -> list[Path]:
-    """Finished checkpoint dirs under ``output_dir``, oldest first (temp dirs of interrupted writes excluded)."""
-    root = Path(output_dir) / "checkpoints"
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_"))
 
 
 def verify_checkpoint(path: str | Path) -> str | None:

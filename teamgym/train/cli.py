@@ -25,6 +25,7 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError, TeamGymError
 from teamgym.train.config import LEGACY_NAMES, SECTIONS, TrainConfig, field_docs, field_paths, normalize_paths
+from teamgym.train.run_dir import check_run_dir
 
 __all__ = ["add_arguments", "config_from_args", "flag_of", "main", "run"]
 
@@ -84,6 +85,11 @@ def _json_value(raw: str) -> Any:
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` the arguments describe (see the module docstring for precedence)."""
+    return TrainConfig.from_dict(_settings(args))
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``{field path: value}`` from the saved config (``--resume``), ``--config``, ``--set`` and the flags."""
     paths = field_paths()
     values: dict[str, Any] = {}
     saved = Path(vars(args).get("output_dir", TrainConfig.output_dir)) / "config.json"
@@ -99,16 +105,24 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         overrides[name] = _json_value(raw)
     values.update(normalize_paths(overrides))  # together: a legacy alpha_mixer=static reads the alpha beside it
     values.update({path: getattr(args, path) for path in paths if hasattr(args, path)})
-    return TrainConfig.from_dict(values)
+    return values
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the job the arguments describe; print the before/after summary. Returns the exit status."""
-    from teamgym.train.trainer import train
+    """Run the job the arguments describe; print the before/after summary. Returns the exit status.
 
+    Everything a user can get wrong is checked before the trainer (torch, transformers) is imported and before any
+    folder is created: the settings, then the run folder, then the config (its estimator check imports torch).
+    """
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        config = config_from_args(args)
+        values = _settings(args)
+        output_dir = values.get("output_dir", TrainConfig.output_dir)
+        if isinstance(output_dir, str):  # anything else: the config names the bad value
+            check_run_dir(output_dir, resume=args.resume)
+        config = TrainConfig.from_dict(values)
+        from teamgym.train.trainer import train
+
         summary = train(config, resume=args.resume)
     except TeamGymError as err:
         print(f"teamgym train: error: {err}", file=sys.stderr)
@@ -134,6 +148,9 @@ def _report(summary: dict[str, Any]) -> str:
     lines.append(f"wall time: {summary['wall_seconds']:.0f} s")
     if summary.get("plot"):
         lines.append(f"learning curves: {summary['plot']}")
+    folder = summary.get("output_dir")
+    if folder:
+        lines.append(f"run folder: {folder} (metrics.jsonl, checkpoints/, summary.json; `teamgym inspect {folder}`)")
     return "\n".join(lines)
 
 

@@ -6,12 +6,17 @@ oracle. Values follow AT-GRPO (arXiv 2510.11062: K = 4, greedy advance, alpha = 
 KL, one epoch) unless a field says otherwise.
 
 Knobs that belong together live in sections, each a dataclass that documents and checks its own fields once:
-``sampling`` (:class:`SamplingConfig`), ``tree`` (:class:`teamgym.rollout.TreeSampling`, the engine's own), ``ppo``
-(:class:`teamgym.train.update.PPOConfig`) and ``vllm`` (:class:`teamgym.rollout.samplers.VLLMSettings`). A field's
+``sampling`` (:class:`teamgym.train.sections.SamplingConfig`), ``tree`` (:class:`teamgym.rollout.TreeSampling`, the
+engine's own), ``ppo`` (:class:`teamgym.train.sections.PPOConfig`) and ``vllm``
+(:class:`teamgym.rollout.VLLMSettings`). A field's
 *path* is its name, or ``section.name`` (``tree.k``): the names of ``--set``, of config files (nested objects, or
 paths as keys) and, with ``-`` for ``.`` and ``_``, of the generated command-line flags (``--tree-k``). The flat
 names of configs saved before the sections existed (``k``, ``lr``, ``generator``, ``vllm_engines``,
 ``alpha_mixer``...) still load (:data:`LEGACY_NAMES`).
+
+Importing this module imports no torch (the sections live in :mod:`teamgym.train.sections` and
+:mod:`teamgym.rollout.settings`), and every check but the estimator's runs before torch is needed, so ``teamgym
+train`` refuses a bad value at once; the estimator checks import the estimators, last.
 """
 
 from __future__ import annotations
@@ -25,35 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number, closest_names
-from teamgym.rollout.engine import TreeSampling
-from teamgym.rollout.samplers import BACKENDS, VLLMSettings
-from teamgym.train.columns import ROLLOUTS
-from teamgym.train.estimators import make_estimator, rollouts_for, usable_names_text
-from teamgym.train.update import PPOConfig
+from teamgym.rollout.settings import TreeSampling, VLLMSettings
+from teamgym.train.sections import PPOConfig, SamplingConfig
 
 __all__ = ["LEGACY_NAMES", "SamplingConfig", "TrainConfig", "field_docs", "field_paths", "normalize_paths"]
-
-
-@dataclass(frozen=True)
-class SamplingConfig:
-    """How rollouts are sampled.
-
-    Attributes:
-        temperature: sampling temperature for training rollouts (evaluation is greedy, and also sampled at this
-            temperature).
-        max_new_tokens: completion budget (0 = the preset's).
-        backend: what samples rollouts: ``hf`` (the trained transformers model itself) or ``vllm`` (vLLM engines per
-            model, weights synced in place after every update as TRL's colocate mode; see the ``vllm`` section).
-    """
-
-    temperature: float = 1.0
-    max_new_tokens: int = 0
-    backend: str = "hf"
-
-    def __post_init__(self) -> None:
-        check_number("sampling.temperature", self.temperature, low=0.0)
-        check_int("sampling.max_new_tokens", self.max_new_tokens, 0)
-        check_choice("sampling.backend", self.backend, BACKENDS)
 
 
 @dataclass
@@ -205,7 +185,10 @@ class TrainConfig:
             )
         if not isinstance(self.env_kwargs, dict):
             raise InvalidArgumentError(f"config field env_kwargs={self.env_kwargs!r}: expected a dict of env options")
+        if not isinstance(self.output_dir, str) or not self.output_dir:
+            raise InvalidArgumentError(f"config field output_dir={self.output_dir!r}: expected a folder path (a str)")
         self._check_sections()
+        self._check_knobs()
         self._check_estimator()
 
     def _check_sections(self) -> None:
@@ -228,16 +211,8 @@ class TrainConfig:
                 "(--no-shared-model)"
             )
 
-    def _check_estimator(self) -> None:
-        """The algo exists, the rollout can feed it, and its knobs make sense."""
-        feeds = rollouts_for(self.algo)
-        check_choice("rollout", self.rollout, ("auto", *ROLLOUTS))
-        if self.rollout != "auto" and self.rollout not in feeds:
-            raise InvalidArgumentError(
-                f"config field rollout={self.rollout!r} cannot feed algo={self.algo!r} (it needs a {' or '.join(feeds)}"
-                f" rollout): set rollout='auto' or {feeds[0]!r}, or pick an algo for a {self.rollout} rollout: "
-                f"{usable_names_text(self.rollout)}"
-            )
+    def _check_knobs(self) -> None:
+        """The estimators' numeric knobs, whichever estimator runs."""
         check_number("gamma", self.gamma, low=0.0)
         if self.gamma > 1:
             raise InvalidArgumentError(f"config field gamma={self.gamma!r}: expected a float in [0, 1] (GiGPO: 0.95)")
@@ -253,6 +228,23 @@ class TrainConfig:
             raise InvalidArgumentError(f"config field spo_reward_range={bounds!r}: expected [low, high] with finite "
                                        "low < high, e.g. [-2.5, 2.5]")
         self.spo_reward_range = (float(bounds[0]), float(bounds[1]))  # a JSON list loads as the saved tuple
+
+    def _check_estimator(self) -> None:
+        """The algo exists, the rollout can feed it, and the estimator accepts its knobs.
+
+        Last, because the estimators are imported here: they need torch, and every other check answers without it.
+        """
+        from teamgym.train.columns import ROLLOUTS
+        from teamgym.train.estimators import make_estimator, rollouts_for, usable_names_text
+
+        feeds = rollouts_for(self.algo)
+        check_choice("rollout", self.rollout, ("auto", *ROLLOUTS))
+        if self.rollout != "auto" and self.rollout not in feeds:
+            raise InvalidArgumentError(
+                f"config field rollout={self.rollout!r} cannot feed algo={self.algo!r} (it needs a {' or '.join(feeds)}"
+                f" rollout): set rollout='auto' or {feeds[0]!r}, or pick an algo for a {self.rollout} rollout: "
+                f"{usable_names_text(self.rollout)}"
+            )
         make_estimator(self)  # the estimator's own checks (spo_reward, the tracker's rho)
         mode = self.rollout_mode
         if self.algo in ("gigpo", "team_gigpo") and self.group_size < 2:
@@ -274,6 +266,8 @@ class TrainConfig:
     @property
     def rollout_mode(self) -> str:
         """The rollout this config runs: ``rollout``, or for ``auto`` the algo's preferred one."""
+        from teamgym.train.estimators import rollouts_for
+
         return self.rollout if self.rollout != "auto" else rollouts_for(self.algo)[0]
 
     # ------------------------------------------------------------------ files
@@ -381,9 +375,10 @@ def _path(name: str, known: Mapping[str, Any]) -> str:
         return name
     if name in LEGACY_NAMES:
         return LEGACY_NAMES[name]
-    names = [*known, *LEGACY_NAMES, "alpha_mixer"]
+    guesses = closest_names(name, [*known, *LEGACY_NAMES, "alpha_mixer"])
+    close = f"did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else "no field is close to it;"
     raise InvalidArgumentError(
-        f"unknown config field {name!r}: closest known names {closest_names(name, names)}; see `teamgym train --help`"
+        f"unknown config field {name!r}: {close} every field is listed by `teamgym train --help` (docs/training.md)"
     )
 
 

@@ -7,7 +7,7 @@ run draws the same ones.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,11 +60,12 @@ class TaskSplit:
 
 
 def evaluate(engine: RolloutEngine, policies: Mapping[str, HFPolicy], task_ids: Sequence[Any], *, max_tokens: int,
-             temperature: float, seed: int) -> dict[str, float]:
+             temperature: float, seed: int, progress: Callable[[int], Any] | None = None) -> dict[str, float]:
     """Held-out success, one sample per node: greedy (``success``) and sampled at ``temperature``.
 
     Each evaluation draws from the policies' RNGs seeded ``seed + 1`` (their states are saved and restored
-    around it), so evaluating never shifts the training sampler's random stream.
+    around it), so evaluating never shifts the training sampler's random stream. ``progress`` is called with the
+    number of episodes played after each chunk of :data:`EVAL_CHUNK` tasks (``2 * len(task_ids)`` in all).
     """
     if not task_ids:
         return {"success": float("nan"), "sampled_success": float("nan")}
@@ -80,6 +81,8 @@ def evaluate(engine: RolloutEngine, policies: Mapping[str, HFPolicy], task_ids: 
             result = engine.rollout(task_ids[start:start + EVAL_CHUNK], episode_prefix="eval", tree=TreeSampling(k=1),
                                     sampling=sampling)
             episodes.extend(result.episodes)
+            if progress is not None:
+                progress(len(result.episodes))
         out[key] = float(np.mean([bool(e.get("success")) for e in episodes]))
     for name, policy in named.items():
         policy.set_rng_state(saved[name])

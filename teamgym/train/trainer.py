@@ -20,6 +20,8 @@ import json
 import logging
 import random
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +37,14 @@ from teamgym.rollout.samplers import Samplers, distinct_policies
 from teamgym.rollout.sampling import SamplingParams
 from teamgym.rollout.slot import LocalSlots
 from teamgym.train.alpha import TrainingAlpha
-from teamgym.train.checkpoint import list_checkpoints, load_latest_checkpoint, save_checkpoint
+from teamgym.train.checkpoint import load_latest_checkpoint, save_checkpoint
 from teamgym.train.config import TrainConfig
 from teamgym.train.estimators import estimate, make_estimator
 from teamgym.train.evaluation import TaskSplit, evaluate
 from teamgym.train.metrics import MetricsLogger, plot_learning_curves, step_metrics
 from teamgym.train.policies import build_optimizers, build_policies
 from teamgym.train.presets import get_preset
+from teamgym.train.run_dir import SUMMARY_FILE, check_run_dir, finished_summary
 from teamgym.train.sft import collect_demonstrations, sft_step
 from teamgym.train.update import policy_update
 
@@ -64,8 +67,9 @@ class Trainer:
     def __init__(self, config: TrainConfig, *, resume: bool = False):
         self.config = config
         self.resume = resume
-        self.output_dir = Path(config.output_dir)
-        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.output_dir = Path(config.output_dir)  # created when the run starts writing: a refused run leaves none
+        _check_device(config.device)
+        check_run_dir(self.output_dir, resume=resume)
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
         self.preset = get_preset(config.env_id, config.prompt_format)
@@ -99,6 +103,7 @@ class Trainer:
         self.evals: dict[str, float] = {}
         self.sft_done = False
         self.wall_before = 0.0
+        self._tqdm = _tqdm() if config.progress_bar else None
 
     def _env_fn(self) -> Any:
         return make(self.config.env_id, **self.env_kwargs)
@@ -158,10 +163,43 @@ class Trainer:
         """The training tasks of ``step`` (a function of the seed and the step only)."""
         return self.tasks.for_step(step, self.config.tasks_per_step)
 
-    def evaluate(self) -> dict[str, float]:
-        """Held-out success, one sample per node: greedy (``success``) and sampled at the training temperature."""
-        return evaluate(self.engine, self.policies, self.tasks.heldout_ids, max_tokens=self.max_tokens,
-                        temperature=self.config.sampling.temperature, seed=self.config.seed)
+    def evaluate(self, stage: str = "") -> dict[str, float]:
+        """Held-out success, one sample per node: greedy (``success``) and sampled at the training temperature.
+
+        Args:
+            stage: what is evaluated (``"before training"``...): with it, the evaluation says when it starts and
+                shows a progress bar (``progress_bar``) or its result.
+        """
+        heldout = self.tasks.heldout_ids
+        if not stage:
+            return evaluate(self.engine, self.policies, heldout, max_tokens=self.max_tokens,
+                            temperature=self.config.sampling.temperature, seed=self.config.seed)
+        logger.info("held-out evaluation %s: %d tasks, greedy then sampled", stage, len(heldout))
+        with self._progress(2 * len(heldout), f"eval {stage}", "episode") as advance:
+            result = evaluate(self.engine, self.policies, heldout, max_tokens=self.max_tokens,
+                              temperature=self.config.sampling.temperature, seed=self.config.seed, progress=advance)
+        logger.info("held-out success %s: %.1f%% greedy, %.1f%% sampled", stage, 100 * result["success"],
+                    100 * result["sampled_success"])
+        return result
+
+    @contextmanager
+    def _progress(self, total: int, desc: str, unit: str, initial: int = 0) -> Iterator[Callable[..., Any]]:
+        """A phase's progress: yields ``advance(n=1, **postfix)``, a tqdm bar's update when ``progress_bar`` is on."""
+        bar = None
+        if self.config.progress_bar and self._tqdm is not None:
+            bar = self._tqdm(total=total, initial=initial, desc=desc, unit=unit)
+
+        def advance(n: int = 1, **postfix: str) -> None:
+            if bar is not None:
+                bar.update(n)
+                if postfix:
+                    bar.set_postfix(**postfix)
+
+        try:
+            yield advance
+        finally:
+            if bar is not None:
+                bar.close()
 
     # ------------------------------------------------------------------ the run
     def train(self) -> dict[str, Any]:
@@ -174,11 +212,7 @@ class Trainer:
             logger.info("resumed from step %d", self.step)
         elif self.resume:
             logger.info("no checkpoint in %s: starting from scratch", self.output_dir)
-        elif list_checkpoints(self.output_dir):
-            raise InvalidArgumentError(
-                f"output_dir={str(self.output_dir)!r} already holds checkpoints of a run: pass --resume to continue "
-                "it, or choose a new --output-dir"
-            )
+        self.output_dir.mkdir(parents=True, exist_ok=True)
         c.save(self.output_dir / "config.json")
         metrics = MetricsLogger(self.output_dir, resume_step=self.step, tensorboard=c.tensorboard, wandb=c.wandb,
                                 run_config=c.to_dict())
@@ -192,37 +226,39 @@ class Trainer:
 
     def _warm_start(self) -> None:
         c = self.config
-        before = self.evaluate()
+        before = self.evaluate("before training")
         self.evals.update({"before": before["success"], "before_sampled": before["sampled_success"]})
-        logger.info("held-out success before training: %s", before)
         if c.sft_steps > 0:
             rng = np.random.default_rng([c.seed, 2**31 - 1])
+            logger.info("warm start: the scripted expert plays %d training tasks", SFT_TASKS)
             demos = collect_demonstrations(self._env_fn, self.preset, self.tasks.draw(rng, SFT_TASKS))
+            logger.info("warm start: %d SFT steps on %d demonstrations", c.sft_steps, len(demos))
             optimizers = {name: torch.optim.AdamW(p.model.parameters(), lr=c.sft_lr)
                           for name, p in distinct_policies(self.policies).items()}
-            losses = [sft_step(demos, self.policies, optimizers, rng, c.sft_batch_size, c.ppo.max_grad_norm)
-                      for _ in range(c.sft_steps)]
+            losses = []
+            with self._progress(c.sft_steps, "SFT warm start", "step") as advance:
+                for _ in range(c.sft_steps):
+                    losses.append(sft_step(demos, self.policies, optimizers, rng, c.sft_batch_size,
+                                           c.ppo.max_grad_norm))
+                    advance(loss=f"{losses[-1]:.3f}")
             self.evals["sft_loss"] = float(np.mean(losses[-10:]))
+            logger.info("warm start: final SFT loss %.3f", self.evals["sft_loss"])
             self.samplers.sync()
-            after_sft = self.evaluate()
+            after_sft = self.evaluate(f"after {c.sft_steps} SFT steps")
             self.evals.update({"after_sft": after_sft["success"], "after_sft_sampled": after_sft["sampled_success"]})
-            logger.info("held-out success after %d SFT steps: %s", c.sft_steps, after_sft)
         self.sft_done = True
         self._checkpoint()
 
     def _rl_loop(self, metrics: MetricsLogger) -> None:
         c = self.config
-        bar = None
-        if c.progress_bar:
-            try:
-                from tqdm.auto import tqdm
-            except ImportError:
-                logger.warning("tqdm is not installed: no progress bar (pip install tqdm)")
-            else:
-                bar = tqdm(total=c.steps, initial=self.step, desc="RL steps", unit="step")
-        try:
+        if self.step < c.steps:
+            logger.info("RL: %s steps %d to %d, %s rollouts of %d tasks each", c.algo, self.step + 1, c.steps,
+                        self.rollout_mode, c.tasks_per_step)
+        successes = []
+        with self._progress(c.steps, "RL steps", "step", initial=self.step) as advance:
             while self.step < c.steps:
                 row = self._rl_step()
+                successes.append(row["success"])
                 self.step += 1
                 if c.eval_every and self.step % c.eval_every == 0 and self.step < c.steps:
                     evaluation = self.evaluate()
@@ -231,12 +267,10 @@ class Trainer:
                 metrics.log(row)
                 if self.step % c.checkpoint_every == 0 or self.step == c.steps:
                     self._checkpoint()
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(success=f"{row['success']:.2f}", reward=f"{row['reward/mean']:.2f}")
-        finally:
-            if bar is not None:
-                bar.close()
+                advance(success=f"{row['success']:.2f}", reward=f"{row['reward/mean']:.2f}")
+        if successes:
+            logger.info("RL: %d steps done, training success %.1f%% over the last %d", len(successes),
+                        100 * float(np.mean(successes[-10:])), min(10, len(successes)))
 
     def _rl_step(self) -> dict[str, Any]:
         c = self.config
@@ -299,9 +333,10 @@ class Trainer:
                                    seeds=[task_seed(t) for t in repeated])
 
     def _finish(self) -> dict[str, Any]:
-        final = self.evaluate()
+        final = self.evaluate(f"after {self.step} {self.config.algo} steps")
         self.evals.update({"after": final["success"], "after_sampled": final["sampled_success"]})
         summary = {
+            "output_dir": str(self.output_dir),
             "env_id": self.config.env_id, "algo": self.config.algo, "rollout": self.rollout_mode, "steps": self.step,
             "heldout_tasks": self.config.eval_tasks,
             "heldout_success_before": self.evals.get("before"),
@@ -318,14 +353,48 @@ class Trainer:
                 summary["plot"] = str(plot_learning_curves(self.output_dir, evals=self.evals))
             except DependencyNotInstalled as err:  # the run's results stand without the picture
                 logger.warning("no learning-curve plot: %s", err)
-        (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        (self.output_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
 
 
 def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
-    """Run a training job; see :class:`Trainer`."""
+    """Run a training job; see :class:`Trainer`. Resuming a run that has finished ``config.steps`` steps returns its
+    saved summary (nothing is trained or evaluated again; raise ``steps`` to train further)."""
+    done = finished_summary(config.output_dir, config.steps) if resume else None
+    if done is not None:
+        logger.info("%s holds a finished run of %d steps: nothing to resume, here is its summary (raise --steps to "
+                    "train further)", config.output_dir, done["steps"])
+        return done
     trainer = Trainer(config, resume=resume)
     try:
         return trainer.train()
     finally:
         trainer.close()
+
+
+def _check_device(device: str) -> None:
+    """Refuse a CUDA device this torch cannot use, before anything is built on it."""
+    if not device.startswith("cuda"):
+        return
+    if not torch.cuda.is_available():
+        reason = "this torch is a CPU build" if torch.version.cuda is None else "no CUDA device is visible"
+        raise InvalidArgumentError(
+            f"config field device={device!r}: {reason} (torch {torch.__version__}, torch.cuda.is_available() is "
+            "False): use --device cpu, or on a machine with an NVIDIA GPU install a CUDA build of torch "
+            "(https://pytorch.org/get-started/locally/)"
+        )
+    index = torch.device(device).index
+    if index is not None and index >= torch.cuda.device_count():
+        raise InvalidArgumentError(
+            f"config field device={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered "
+            "from 0: pick one of them, or 'cuda'"
+        )
+
+
+def _tqdm() -> Callable[..., Any] | None:
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        logger.warning("tqdm is not installed: no progress bars, one log line per phase (pip install tqdm)")
+        return None
+    return tqdm

@@ -24,6 +24,7 @@ from typing import Any
 from pettingzoo import AECEnv
 from pettingzoo.utils import BaseWrapper
 
+from teamgym.core.env import dead_step_infos, require_episode
 from teamgym.core.rewards import RewardTerms, add_terms, zero_terms
 from teamgym.errors import InvalidArgumentError, SnapshotError
 
@@ -77,6 +78,11 @@ class TextEnvWrapper(BaseWrapper):
             )
         self.env.restore(snapshot.inner)
         self._set_state(copy.deepcopy(snapshot.state))
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """PettingZoo's ``last()`` on this wrapper's views (refused before ``reset()`` and after the episode)."""
+        require_episode(self, "last")
+        return super().last(observe)
 
     def _get_state(self) -> Any:
         return None
@@ -189,12 +195,13 @@ class RewardWrapper(TextEnvWrapper):
         return info
 
     def _after_dead_step(self) -> None:
-        """Mirror PettingZoo's dead step: drop agents the wrapped layer removed, clear every reward."""
+        """Mirror PettingZoo's dead step: drop agents the wrapped layer removed, clear every reward and its terms."""
         live = set(self.env.agents)
         for table in (self.rewards, self._cumulative_rewards, self.infos, self._cumulative_terms):
             for a in [a for a in table if a not in live]:
                 del table[a]
         self.rewards = {a: 0.0 for a in self.env.agents}
+        self.infos = dead_step_infos(self.infos)
 
     def _get_state(self) -> Any:
         return {

@@ -23,6 +23,7 @@ from typing import Any
 
 from pettingzoo import AECEnv
 
+from teamgym.core.env import dead_step_infos, require_episode
 from teamgym.errors import InvalidActionError, InvalidArgumentError
 from teamgym.wrappers.base import TextEnvWrapper
 
@@ -132,7 +133,8 @@ class TurnLimit(TextEnvWrapper):
         return summary
 
     def _dead_step(self, action: Any) -> None:
-        """PettingZoo's dead step on this wrapper's views: drop the agent, pick the next, clear rewards."""
+        """PettingZoo's dead step on this wrapper's views: drop the agent, pick the next, clear rewards and terms."""
+        require_episode(self, "step")
         views = self._views
         assert views is not None
         agent = views["agent_selection"]
@@ -145,6 +147,7 @@ class TurnLimit(TextEnvWrapper):
             views[name].pop(agent, None)
         views["agents"] = [a for a in views["agents"] if a != agent]
         views["rewards"] = {a: 0.0 for a in views["agents"]}
+        views["infos"] = dead_step_infos(views["infos"])
         if views["agents"]:
             views["agent_selection"] = views["agents"][0]
 

@@ -56,6 +56,39 @@ def test_truncation_after_max_turns_and_dead_steps():
     assert env.agents == []
 
 
+def test_dead_steps_clear_the_reward_terms_with_the_rewards():
+    env = RelayEnv(max_turns=1)
+    env.reset(seed=0, options={"task_id": "river"})
+    env.step("")  # the speaker's format penalty: local -1
+    env.step("")  # truncated; the listener echoed the empty message: local 0.5
+    env.step(None)  # the speaker leaves; PettingZoo clears every reward
+    assert env.rewards == {"listener": 0.0}
+    assert env.infos["listener"]["reward_terms"] == {"team": 0.0, "local": 0.0, "echo": 0.0}  # same names, all 0
+    env = RelayEnv(max_turns=1)
+    env.reset(seed=0, options={"task_id": "river"})
+    env.step("hello")
+    env.step("river")  # solved: team 1 for the listener
+    env.step(None)  # the speaker's dead step clears the listener's reward, and so its terms
+    assert env.rewards["listener"] == 0.0 and env.infos["listener"]["reward_terms"]["team"] == 0.0
+    assert env.infos["listener"]["cumulative_reward_terms"]["team"] == 1.0  # what last() still returns
+    assert env.last()[1] == 1.0
+
+
+def test_step_and_last_outside_an_episode_raise_env_state_errors():
+    env = RelayEnv()
+    with pytest.raises(EnvStateError, match=r"last\(\) called before reset\(\): call env.reset"):
+        env.last()
+    env.reset(seed=0, options={"task_id": "river"})
+    env.step("river")
+    env.step("river")
+    env.step(None)
+    env.step(None)
+    assert env.agents == []
+    for call in (lambda: env.step(None), lambda: env.step("more"), env.last):
+        with pytest.raises(EnvStateError, match=r"after the episode ended.*call env.reset"):
+            call()
+
+
 def test_cumulative_terms_match_last_reward():
     env = RelayEnv()
     env.reset(seed=0, options={"task_id": "river"})

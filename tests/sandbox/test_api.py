@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
+import teamgym
 import teamgym.sandbox as sandbox
 from teamgym.errors import InvalidArgumentError, SandboxError
 from teamgym.sandbox import STATUSES, ExecResult, Job, Sandbox
@@ -164,3 +168,37 @@ def test_packages_asked_for_are_the_only_third_party_code() -> None:
     assert all(os.path.exists(path) for path in package_paths("sympy"))
     with pytest.raises(InvalidArgumentError, match="not an installed distribution"):
         package_paths("no-such-distribution-xyz")
+
+
+@pytest.mark.parametrize("where", ["tmp", "home"])
+def test_a_venv_stays_out_of_the_jail(tmp_path, where):
+    """Run from a virtual environment (under /tmp, or a folder like a home's), the sandbox keeps full isolation and
+    its jobs see neither the venv nor its parent folders: servers run the venv's base interpreter."""
+    import subprocess
+    import sys
+    import tempfile
+
+    parent = Path(tempfile.mkdtemp(dir="/tmp" if where == "tmp" else "/var/tmp", prefix="teamgym-venv-probe-"))
+    try:
+        venv = parent / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+                       check=True)
+        probe = (
+            "import json, teamgym.sandbox as s\n"
+            "box = s.Sandbox(1, packages=('mpmath',))\n"
+            "code = ('import os, mpmath; print(os.listdir(\"/tmp\"), '\n"
+            "        'os.listdir(\"/var/tmp\") if os.path.isdir(\"/var/tmp\") else [], mpmath.mpf(2) ** 2)')\n"
+            "r = box.run_python(code)\n"
+            "print(json.dumps({'stdout': r.stdout, 'stderr': r.stderr[-500:], 'isolation': box.isolation}))\n"
+            "box.close()\n"
+        )
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["PYTHONPATH"] = str(Path(teamgym.__file__).parent.parent)
+        out = subprocess.run([str(venv / "bin" / "python"), "-c", probe], capture_output=True, text=True,
+                             env=env, timeout=120, check=True)
+        report = json.loads(out.stdout.strip().splitlines()[-1])
+        isolation = report["isolation"]
+        assert isolation["new_root"] and isolation["mount_ns"] and isolation["seccomp"], report
+        assert report["stdout"].strip() == "[] [] 4.0", report
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)

@@ -68,8 +68,11 @@ def test_cli_precedence_file_then_set_then_flags(tmp_path):
 
 
 def test_cli_unknown_set_field_is_named(tmp_path):
-    with pytest.raises(InvalidArgumentError, match="stepz"):
+    with pytest.raises(InvalidArgumentError, match="stepz.*did you mean 'steps'"):
         config_from_args(_parse(["--set", "stepz=3"]))
+    with pytest.raises(InvalidArgumentError, match="'nope': no field is close to it") as info:
+        config_from_args(_parse(["--set", "nope=1"]))  # 0.5 from entropy_coef: no suggestion
+    assert "entropy_coef" not in str(info.value)
 
 
 def test_defaults_are_the_embedded_main_job():
@@ -152,3 +155,10 @@ def test_teamgym_train_help_lists_the_generated_flags(capsys):
         cli.main(["train", "--help"])
     out = capsys.readouterr().out
     assert exit_info.value.code == 0 and "teamgym train" in out and "--tree-k K, --k K" in out and "--ppo-lr" in out
+
+
+def test_the_ppo_sections_aggregations_are_the_losses():
+    from teamgym.algos import AGGREGATIONS
+    from teamgym.train import sections
+
+    assert sections.AGGREGATIONS == AGGREGATIONS  # spelled twice so that the config loads without torch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import torch
 
 import teamgym
 from teamgym.errors import InvalidArgumentError
-from teamgym.train import TrainConfig, train
+from teamgym.train import TrainConfig, Trainer, train
 from teamgym.train.checkpoint import list_checkpoints, load_latest_checkpoint
 from teamgym.train.metrics import read_metrics
 
@@ -79,12 +80,51 @@ def test_fresh_run_into_a_used_dir_is_refused(tmp_path):
 
 
 def test_resume_falls_back_over_a_corrupt_checkpoint(tmp_path):
-    config = tiny(tmp_path, "run", steps=3)
-    train(config)
-    newest = list_checkpoints(config.output_dir)[-1]
+    train(tiny(tmp_path, "run", steps=3))
+    longer = tiny(tmp_path, "run", steps=4)  # a finished run resumed with more steps trains on
+    newest = list_checkpoints(longer.output_dir)[-1]
     (newest / "state.pt").write_bytes(b"truncated")
-    train(config, resume=True)
-    assert [r["step"] for r in read_metrics(config.output_dir)] == [0, 1, 2]
+    train(longer, resume=True)  # from step 2: step 3's checkpoint is corrupt
+    assert [r["step"] for r in read_metrics(longer.output_dir)] == [0, 1, 2, 3]
+
+
+def test_resuming_a_finished_run_says_so_and_evaluates_nothing(tmp_path, monkeypatch, caplog):
+    config = tiny(tmp_path, "run", steps=2)
+    summary = train(config)
+    assert summary["output_dir"] == config.output_dir
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a finished run was built or evaluated again")
+
+    monkeypatch.setattr(Trainer, "__init__", fail)
+    with caplog.at_level(logging.INFO, logger="teamgym.train.trainer"):
+        assert train(config, resume=True) == summary
+    assert "holds a finished run of 2 steps: nothing to resume" in caplog.text
+
+
+def test_refused_runs_create_no_folder(tmp_path, monkeypatch):
+    with pytest.raises(InvalidArgumentError, match="max_turns"):
+        train(tiny(tmp_path, "bad_env", env_kwargs={"max_turns": 0}))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(InvalidArgumentError, match=r"device='cuda'.*use --device cpu"):
+        Trainer(tiny(tmp_path, "no_gpu", device="cuda"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_phase_says_when_it_starts_and_how_it_went(tmp_path, caplog, capsys):
+    config = TrainConfig.from_dict(dict(env_id="plan_path-v0", steps=1, sft_steps=2, eval_tasks=2, tasks_per_step=2,
+                                        k=2, n_layer=1, n_embd=16, n_head=1, output_dir=str(tmp_path / "run"),
+                                        plot=False, torch_threads=1))
+    with caplog.at_level(logging.INFO, logger="teamgym.train.trainer"):
+        train(config)
+    for line in ("held-out evaluation before training: 2 tasks", "held-out success before training:",
+                 "warm start: the scripted expert plays", "warm start: 2 SFT steps on",
+                 "held-out evaluation after 2 SFT steps", "RL: at_grpo steps 1 to 1, tree rollouts of 2 tasks each",
+                 "RL: 1 steps done, training success", "held-out success after 1 at_grpo steps:"):
+        assert line in caplog.text, line
+    bars = capsys.readouterr().err
+    for bar in ("eval before training", "SFT warm start", "RL steps", "eval after 1 at_grpo steps"):
+        assert bar in bars, bar
 
 
 def test_sft_without_demonstrations_is_a_clear_error(tmp_path):

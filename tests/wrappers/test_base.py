@@ -4,7 +4,7 @@ import pytest
 
 from teamgym.core.parallel import TurnParallelEnv
 from teamgym.errors import EnvStateError, InvalidArgumentError, SnapshotError
-from teamgym.wrappers import ProcessReward, RewardMixing, TextEnvWrapper, WrapperSnapshot
+from teamgym.wrappers import ProcessReward, RewardMixing, TextEnvWrapper, TurnLimit, WrapperSnapshot
 from tests.support.relay_env import RelayEnv
 
 
@@ -50,6 +50,24 @@ def test_restore_rejects_other_snapshots():
 def test_step_before_reset_raises_the_envs_error():
     with pytest.raises(EnvStateError, match="reset"):
         RewardMixing(RelayEnv()).step("hi")
+
+
+@pytest.mark.parametrize("wrap", [lambda env: RewardMixing(env, alpha=2.0), lambda env: TurnLimit(env, 1)],
+                         ids=["reward_wrapper", "turn_limit"])
+def test_wrappers_keep_the_episode_contract(wrap):
+    env = wrap(RelayEnv(max_turns=1))
+    with pytest.raises(EnvStateError, match=r"last\(\) called before reset\(\)"):
+        env.last()
+    env.reset(seed=0, options={"task_id": "river"})
+    env.step("hello")
+    env.step("river")  # the listener's team term: 1
+    env.step(None)  # the speaker's dead step clears every reward, and the terms that explain them
+    assert env.rewards["listener"] == 0.0
+    assert env.infos["listener"]["reward_terms"]["team"] == 0.0
+    env.step(None)
+    for call in (lambda: env.step(None), env.last):
+        with pytest.raises(EnvStateError, match="after the episode ended"):
+            call()
 
 
 def test_parallel_view_of_a_wrapped_env_plays_turns():

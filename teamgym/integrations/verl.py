@@ -1,0 +1,197 @@
+"""verl: a teamgym env as a verl agent loop, and teamgym's group-relative estimators in verl's registry.
+
+**Agent loop.** :func:`register_agent_loop` registers :class:`TeamgymAgentLoop` (an ``AgentLoopBase`` subclass)
+under ``"teamgym_agent"``. verl's ``AgentLoopWorker`` calls ``run(sampling_params, **row)`` once per dataset row;
+the row names the task and the role (``extra_info.teamgym = {"task_id": ..., "role": ...}``, written by
+:func:`dataset_rows`). The loop plays one episode of that role through
+:class:`~teamgym.wrappers.SingleAgentView` (partners from the agent loop's config), generating every turn of the
+role with ``await server_manager.generate(...)`` on the running token context: the role's first prompt, then each
+completion (``response_mask`` 1, with its logprobs) followed by the role's next observation (``response_mask`` 0),
+so that the tokens verl trains on are the tokens the server conditioned on. ``reward_score`` is the role's episode
+return (the sum of what ``SingleAgentView`` hands it, the env's ``alpha * team + local``); ``extra_fields`` carry
+per-turn rewards and reward terms, the task, the role and the episode's success. Env steps (the sandbox) run in a
+thread so the worker's event loop keeps serving other rows.
+
+**Estimators.** :func:`register_estimators` adds ``teamgym_grpo``, ``teamgym_dr_grpo``, ``teamgym_rloo`` and
+``teamgym_at_grpo`` to verl's ``ADV_ESTIMATOR_REGISTRY`` (``algorithm.adv_estimator=teamgym_at_grpo``). verl calls
+an estimator with ``token_level_rewards``, ``response_mask``, ``index`` (the row's ``uid``: its ``rollout.n``
+samples share it) and ``config``; the score of a sample is its summed token-level reward, the advantage is
+broadcast over its response tokens as verl's GRPO does. In verl a sample is one role's whole episode and a ``uid``
+is one (task, role) row, so AT-GRPO's (task, agent, turn) node groups become (task, role) groups: that is what
+``teamgym_at_grpo`` computes. Estimators that need per-agent-turn rows or agent ids across groups (``dr_mas``,
+``mhgpo``, ``gigpo``, ``team_gigpo``) are not registered: verl 0.9 passes its estimators neither per-turn rows nor
+its ``non_tensor_batch`` (except for ``gdpo``); use teamgym's trainer or the TRL rollout for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from teamgym.algos import get_advantage
+from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
+from teamgym.integrations.partners import PartnerSpec, check_partners, resolve_partners
+
+__all__ = ["AGENT_NAME", "ESTIMATORS", "dataset_rows", "register_agent_loop", "register_estimators",
+           "verl_estimator"]
+
+AGENT_NAME = "teamgym_agent"
+
+#: verl name -> teamgym estimator; each reads one score per sample and the groups verl's ``uid`` makes.
+ESTIMATORS = {"teamgym_grpo": "grpo", "teamgym_dr_grpo": "dr_grpo", "teamgym_rloo": "rloo",
+              "teamgym_at_grpo": "at_grpo"}
+
+
+def _require_verl() -> Any:
+    try:
+        import verl.experimental.agent_loop.agent_loop as agent_loop
+    except ImportError as err:
+        raise DependencyNotInstalled(err.name or "verl", "verl", "the verl agent loop and estimators") from None
+    return agent_loop
+
+
+def dataset_rows(env_id: str, task_ids: Sequence[Any], roles: Sequence[str]) -> list[dict[str, Any]]:
+    """verl dataset rows (one per task and role) for ``agent_name=teamgym_agent``; save them as Parquet.
+
+    ``prompt`` holds a placeholder message (verl's ``RLHFDataset`` requires one; the loop renders the env's own
+    prompt) and ``extra_info.teamgym`` the env, task and role the loop plays.
+    """
+    if not task_ids or not roles:
+        raise InvalidArgumentError(f"{len(task_ids)} task ids and roles {list(roles)}: give at least one of each")
+    return [{"data_source": env_id, "agent_name": AGENT_NAME,
+             "prompt": [{"role": "user", "content": f"teamgym {env_id} task {task!r} as {role}"}],
+             "extra_info": {"teamgym": {"env_id": env_id, "task_id": task, "role": role}}}
+            for task in task_ids for role in roles]
+
+
+def verl_estimator(name: str) -> Any:
+    """The verl-signature function of teamgym estimator ``name`` (a key of :data:`ESTIMATORS`'s values)."""
+    estimator = get_advantage(name)
+
+    def compute(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray,
+                config: Any = None, **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        scores = token_level_rewards.sum(dim=-1)  # (N,)
+        _, groups = np.unique(np.asarray(index, dtype=object).astype(str), return_inverse=True)
+        group_ids = torch.as_tensor(groups, dtype=torch.long, device=scores.device)
+        with torch.no_grad():
+            if name == "at_grpo":  # one (task, role) per uid: agent and turn are the same within a group
+                zeros = torch.zeros_like(group_ids)
+                advantages = estimator(scores.float(), group_ids, zeros, zeros)
+            else:
+                advantages = estimator(scores.float(), group_ids)
+        advantages = advantages.to(token_level_rewards.dtype).unsqueeze(-1) * response_mask
+        return advantages, advantages
+
+    compute.__name__ = f"teamgym_{name}"
+    return compute
+
+
+def register_estimators() -> list[str]:
+    """Add :data:`ESTIMATORS` to verl's advantage-estimator registry (idempotent); returns their verl names."""
+    try:
+        from verl.trainer.ppo import core_algos
+    except ImportError as err:
+        raise DependencyNotInstalled(err.name or "verl", "verl", "teamgym estimators in verl") from None
+    for verl_name, name in ESTIMATORS.items():
+        if verl_name not in core_algos.ADV_ESTIMATOR_REGISTRY:
+            core_algos.register_adv_est(verl_name)(verl_estimator(name))
+    return list(ESTIMATORS)
+
+
+def register_agent_loop() -> type:
+    """Define :class:`TeamgymAgentLoop` on verl's ``AgentLoopBase`` and register it as ``teamgym_agent``."""
+    global TeamgymAgentLoop
+    if "TeamgymAgentLoop" in globals():
+        return TeamgymAgentLoop
+    agent_loop = _require_verl()
+    body = {k: v for k, v in _LoopBody.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    # verl's registry instantiates the class by "module.qualname": this module's TeamgymAgentLoop attribute.
+    body.update(__module__=__name__, __qualname__="TeamgymAgentLoop")
+    TeamgymAgentLoop = agent_loop.register(AGENT_NAME)(type("TeamgymAgentLoop", (agent_loop.AgentLoopBase,), body))
+    return TeamgymAgentLoop
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TeamgymAgentLoop":  # verl instantiates "teamgym.integrations.verl.TeamgymAgentLoop" by path
+        return register_agent_loop()
+    raise AttributeError(name)
+
+
+class _LoopBody:
+    """The methods of :class:`TeamgymAgentLoop` (its base class is verl's, so the class is built on first use).
+
+    Keyword arguments of the agent loop's config entry: ``env_kwargs`` (options for ``teamgym.make``),
+    ``partners`` (``{role: "scripted" | "scripted:NAME"}``, or callables when built in Python), ``max_turns``
+    (most turns of the role per episode, default 16).
+    """
+
+    def __init__(self, *args: Any, env_kwargs: Mapping[str, Any] | None = None,
+                 partners: Mapping[str, PartnerSpec] | None = None, max_turns: int = 16, **kwargs: Any):
+        super(TeamgymAgentLoop, self).__init__(*args, **kwargs)
+        self.env_kwargs = dict(env_kwargs or {})
+        self.partner_specs = dict(partners or {})
+        check_partners(self.partner_specs)
+        self.max_turns = max_turns
+        self.response_length = int(self.rollout_config.response_length)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
+        import teamgym
+        from teamgym.rollout.engine import task_seed
+        from teamgym.wrappers import SingleAgentView
+
+        agent_loop = _require_verl()
+        spec = (kwargs.get("extra_info") or {}).get("teamgym") or {}
+        missing = [key for key in ("env_id", "task_id", "role") if key not in spec]
+        if missing:
+            raise InvalidArgumentError(
+                f"dataset row without extra_info.teamgym {missing}: build rows with "
+                "teamgym.integrations.verl.dataset_rows(env_id, task_ids, roles)"
+            )
+        env = teamgym.make(spec["env_id"], **self.env_kwargs)
+        partners = {role: p for role, p in self.partner_specs.items() if role != spec["role"]}
+        view = SingleAgentView(env, spec["role"], resolve_partners(env, partners))
+        observation, _ = view.reset(seed=task_seed(spec["task_id"]), options={"task_id": spec["task_id"]})
+        prompt_ids = self._cap_text_prompt_length(self._encode(observation["prompt"]))
+        response_ids: list[int] = []
+        response_mask: list[int] = []
+        logprobs: list[float] = []
+        turn_rewards: list[float] = []
+        turn_terms: list[dict[str, float]] = []
+        info: dict[str, Any] = {}
+        done = False
+        while not done and len(turn_rewards) < self.max_turns and len(response_ids) < self.response_length:
+            out = await self.server_manager.generate(request_id=uuid.uuid4().hex, prompt_ids=prompt_ids + response_ids,
+                                                     sampling_params=sampling_params)
+            response_ids += out.token_ids
+            response_mask += [1] * len(out.token_ids)
+            logprobs += list(out.log_probs) if out.log_probs else [0.0] * len(out.token_ids)
+            text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
+            observation, reward, terminated, truncated, info = await asyncio.get_running_loop().run_in_executor(
+                None, view.step, text)
+            turn_rewards.append(float(reward))
+            turn_terms.append(dict(info.get("reward_terms", {})))
+            done = terminated or truncated
+            if not done:
+                feedback = self._encode("\n" + observation["prompt"])
+                response_ids += feedback
+                response_mask += [0] * len(feedback)
+                logprobs += [0.0] * len(feedback)
+        view.close()
+        cut = self.response_length
+        episode = info.get("episode", {})
+        return agent_loop.AgentLoopOutput(
+            prompt_ids=prompt_ids, response_ids=response_ids[:cut], response_mask=response_mask[:cut],
+            response_logprobs=logprobs[:cut], reward_score=float(sum(turn_rewards)),
+            num_turns=2 * len(turn_rewards), metrics=agent_loop.AgentLoopMetrics(),
+            extra_fields={"teamgym_task_id": spec["task_id"], "teamgym_role": spec["role"],
+                          "teamgym_turn_rewards": turn_rewards, "teamgym_turn_terms": turn_terms,
+                          "teamgym_success": bool(episode.get("success", False))},
+        )
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])

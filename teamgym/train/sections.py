@@ -1,0 +1,103 @@
+"""The training config's own sections: how rollouts are sampled (:class:`SamplingConfig`) and the policy update
+(:class:`PPOConfig`).
+
+Plain dataclasses, each field documented and checked once on construction, in a module that imports no torch: with
+:mod:`teamgym.rollout.settings` they let ``teamgym train`` build and validate its whole config before anything heavy
+is imported. The update itself is :mod:`teamgym.train.update`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
+from teamgym.rollout.settings import BACKENDS
+
+__all__ = ["AGGREGATIONS", "PPOConfig", "SamplingConfig"]
+
+#: The loss aggregations of ``teamgym.algos.aggregate``, spelled here so that the config loads without torch (a test
+#: keeps the two equal).
+AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """How rollouts are sampled.
+
+    Attributes:
+        temperature: sampling temperature for training rollouts (evaluation is greedy, and also sampled at this
+            temperature).
+        max_new_tokens: completion budget (0 = the preset's).
+        backend: what samples rollouts: ``hf`` (the trained transformers model itself) or ``vllm`` (vLLM engines per
+            model, weights synced in place after every update as TRL's colocate mode; see the ``vllm`` section).
+    """
+
+    temperature: float = 1.0
+    max_new_tokens: int = 0
+    backend: str = "hf"
+
+    def __post_init__(self) -> None:
+        check_number("sampling.temperature", self.temperature, low=0.0)
+        check_int("sampling.max_new_tokens", self.max_new_tokens, 0)
+        check_choice("sampling.backend", self.backend, BACKENDS)
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """The policy update: PPO-clip per role, its optimizer and its loss.
+
+    Attributes:
+        lr: Adam learning rate of every role (1e-4: over five seeds of the main job 5e-4 fell below the warm start
+            on four, 1e-4 rose above it on four; docs/training.md).
+        role_lr: per-role learning rates overriding ``lr`` (needs ``shared_model=False``), e.g. ``{"tool": 1e-4}``.
+        weight_decay: AdamW weight decay.
+        micro_batch_size: rows per forward/backward pass (gradients are accumulated over the batch).
+        epochs: passes over each rollout batch (AT-GRPO: 1).
+        clip_low: PPO lower clip (0.2).
+        clip_high: PPO upper clip (0.2 PPO; 0.28 DAPO clip-higher).
+        dual_clip: dual-clip bound for negative advantages (AT-GRPO: 3.0; None disables).
+        aggregation: loss aggregation: ``token-mean`` | ``seq-mean-token-mean`` | ``seq-mean-token-sum-norm``.
+        kl_coef: weight of the k3 KL to the sampling policy's logprobs (0 = none, as AT-GRPO and DAPO).
+        entropy_coef: entropy bonus weight (0 = none).
+        max_grad_norm: gradient clipping norm (also of the SFT warm start).
+        drop_zero_variance: DAPO dynamic sampling: drop tree nodes whose rewards are all equal (they carry no
+            gradient); tree rollouts only.
+    """
+
+    lr: float = 1e-4
+    role_lr: dict[str, float] = field(default_factory=dict)
+    weight_decay: float = 0.0
+    micro_batch_size: int = 64
+    epochs: int = 1
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    dual_clip: float | None = 3.0
+    aggregation: str = "token-mean"
+    kl_coef: float = 0.0
+    entropy_coef: float = 0.0
+    max_grad_norm: float = 1.0
+    drop_zero_variance: bool = False
+
+    def __post_init__(self) -> None:
+        check_int("ppo.micro_batch_size", self.micro_batch_size, 1)
+        check_int("ppo.epochs", self.epochs, 1)
+        for name in ("lr", "max_grad_norm"):
+            check_number(f"ppo.{name}", getattr(self, name), low=0.0, inclusive=False)
+        for name in ("weight_decay", "kl_coef", "entropy_coef", "clip_high"):
+            check_number(f"ppo.{name}", getattr(self, name), low=0.0)
+        check_number("ppo.clip_low", self.clip_low, low=0.0)
+        if not self.clip_low < 1:
+            raise InvalidArgumentError(f"config field ppo.clip_low={self.clip_low!r}: expected a float in [0, 1), e.g. "
+                                       "0.2")
+        if self.dual_clip is not None and not (isinstance(self.dual_clip, (int, float)) and self.dual_clip > 1):
+            raise InvalidArgumentError(f"config field ppo.dual_clip={self.dual_clip!r}: expected a float > 1 "
+                                       "(AT-GRPO: 3.0) or None")
+        check_choice("ppo.aggregation", self.aggregation, AGGREGATIONS)
+        if not isinstance(self.role_lr, dict):
+            raise InvalidArgumentError(f"config field ppo.role_lr={self.role_lr!r}: expected a dict of role -> lr")
+        for role, value in self.role_lr.items():
+            check_number(f"ppo.role_lr[{role!r}]", value, low=0.0, inclusive=False)
+
+    def lr_of(self, name: str) -> float:
+        """The learning rate of the policy named ``name`` (a role, or ``shared``)."""
+        return self.role_lr.get(name, self.lr)
