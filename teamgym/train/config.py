@@ -99,7 +99,8 @@ class TrainConfig:
         sft_batch_size: demonstrations per SFT step.
         eval_tasks: held-out tasks for the before/after evaluation (greedy, one sample per node); a finite dataset
             holds out its last ``eval_tasks`` ids and trains on the others.
-        eval_every: also evaluate every N RL steps (0 = only before and after).
+        eval_every: also evaluate held-out success every N RL steps (0 = only before and after), for the
+            learning curve.
         heldout_offset: procedural envs: held-out task ids are ``heldout_offset + i``; training draws ids below it.
         checkpoint_every: write a checkpoint every N steps (the last step always gets one).
         keep_checkpoints: checkpoints kept on disk (older ones are deleted after a new one is verified).
@@ -147,7 +148,7 @@ class TrainConfig:
     sft_lr: float = 3e-3
     sft_batch_size: int = 32
     eval_tasks: int = 200
-    eval_every: int = 0
+    eval_every: int = 20
     heldout_offset: int = 1_000_000
     checkpoint_every: int = 10
     keep_checkpoints: int = 2

@@ -204,6 +204,9 @@ def plot_learning_curves(output_dir: str | Path, *, evals: Mapping[str, float | 
             axes[1].plot(*zip(*points, strict=True), "o-", label=f"held-out, {label}")
     if evals.get("before") is not None:
         axes[1].axhline(evals["before"], linestyle=":", color="gray", label="held-out before training (random init)")
+    if evals.get("after_sft") is not None:
+        axes[1].axhline(evals["after_sft"], linestyle="--", color="tab:blue", alpha=0.6,
+                        label="held-out after the warm start, greedy (the level RL must beat)")
     axes[1].set_ylim(-0.02, 1.02)
     axes[1].set_title("success rate (step 0 = after the SFT warm start)")
     axes[1].set_xlabel("RL step")

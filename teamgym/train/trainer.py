@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -347,6 +348,7 @@ class Trainer:
             "heldout_sampled_success_after": self.evals.get("after_sampled"),
             "sft_steps": self.config.sft_steps,
             "wall_seconds": self.wall_before + (time.perf_counter() - self._started),
+            "host": host_versions(),
         }
         if self.config.plot:
             try:
@@ -355,6 +357,31 @@ class Trainer:
                 logger.warning("no learning-curve plot: %s", err)
         (self.output_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
+
+
+def host_versions() -> dict[str, str]:
+    """What a run's numbers depend on besides its config: the versions of Python, torch, transformers and teamgym,
+    torch's threads and the CPU model (float rounding differs between CPU kernels, and a tiny model's warm start
+    with it)."""
+    import platform
+
+    import teamgym
+
+    try:
+        import transformers
+
+        transformers_version = transformers.__version__
+    except ImportError:
+        transformers_version = ""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers_version,
+            "teamgym": teamgym.__version__, "torch_threads": str(torch.get_num_threads()), "cpu": cpu,
+            "cpu_count": str(os.cpu_count())}
 
 
 def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
