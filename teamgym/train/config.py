@@ -97,6 +97,9 @@ class TrainConfig:
         sft_steps: warm-start SFT steps on the preset's scripted demonstrations before RL (0 = none).
         sft_lr: SFT learning rate.
         sft_batch_size: demonstrations per SFT step.
+        sft_tasks: training tasks the scripted expert plays for the demonstrations (every step of each is one).
+        sft_schedule: the SFT learning rate over the steps: ``cosine`` (5% linear warm-up, then a cosine decay to
+            5% of ``sft_lr``) or ``constant``.
         eval_tasks: held-out tasks for the before/after evaluation (greedy, one sample per node); a finite dataset
             holds out its last ``eval_tasks`` ids and trains on the others.
         eval_every: also evaluate held-out success every N RL steps (0 = only before and after), for the
@@ -147,6 +150,8 @@ class TrainConfig:
     sft_steps: int = 300
     sft_lr: float = 3e-3
     sft_batch_size: int = 32
+    sft_tasks: int = 300
+    sft_schedule: str = "constant"
     eval_tasks: int = 200
     eval_every: int = 20
     heldout_offset: int = 1_000_000
@@ -168,7 +173,8 @@ class TrainConfig:
                     f"config field {name}={getattr(self, name)!r}: expected a {section.__name__}; build configs from "
                     "dicts with TrainConfig.from_dict (nested sections, 'section.field' paths or the old flat names)"
                 )
-        for name in ("steps", "tasks_per_step", "n_layer", "n_embd", "n_head", "sft_batch_size", "checkpoint_every",
+        for name in ("steps", "tasks_per_step", "n_layer", "n_embd", "n_head", "sft_batch_size", "sft_tasks",
+                     "checkpoint_every",
                      "keep_checkpoints", "group_size", "rollout_waves"):
             check_int(name, getattr(self, name), 1)
         for name in ("sft_steps", "eval_tasks", "eval_every", "env_workers", "torch_threads", "lora_rank", "seed",
@@ -177,6 +183,7 @@ class TrainConfig:
         check_number("sft_lr", self.sft_lr, low=0.0, inclusive=False)
         _check_alpha(self.alpha)
         check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))
+        check_choice("sft_schedule", self.sft_schedule, ("cosine", "constant"))
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
             raise InvalidArgumentError(f"config field device={self.device!r}: expected 'cpu' or 'cuda' (or 'cuda:N')")
         if self.model != "tiny" and not Path(self.model).exists():

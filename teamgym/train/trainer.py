@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import os
 import random
 import time
@@ -52,9 +53,6 @@ from teamgym.train.update import policy_update
 __all__ = ["Trainer", "train"]
 
 logger = logging.getLogger(__name__)
-
-#: Training tasks for the SFT demonstration pool (drawn from the training id range).
-SFT_TASKS = 300
 
 
 class Trainer:
@@ -231,14 +229,17 @@ class Trainer:
         self.evals.update({"before": before["success"], "before_sampled": before["sampled_success"]})
         if c.sft_steps > 0:
             rng = np.random.default_rng([c.seed, 2**31 - 1])
-            logger.info("warm start: the scripted expert plays %d training tasks", SFT_TASKS)
-            demos = collect_demonstrations(self._env_fn, self.preset, self.tasks.draw(rng, SFT_TASKS))
+            logger.info("warm start: the scripted expert plays %d training tasks", c.sft_tasks)
+            demos = collect_demonstrations(self._env_fn, self.preset, self.tasks.draw(rng, c.sft_tasks))
             logger.info("warm start: %d SFT steps on %d demonstrations", c.sft_steps, len(demos))
             optimizers = {name: torch.optim.AdamW(p.model.parameters(), lr=c.sft_lr)
                           for name, p in distinct_policies(self.policies).items()}
             losses = []
             with self._progress(c.sft_steps, "SFT warm start", "step") as advance:
-                for _ in range(c.sft_steps):
+                for step in range(c.sft_steps):
+                    for optimizer in optimizers.values():
+                        for group in optimizer.param_groups:
+                            group["lr"] = c.sft_lr * sft_lr_factor(step, c.sft_steps, c.sft_schedule)
                     losses.append(sft_step(demos, self.policies, optimizers, rng, c.sft_batch_size,
                                            c.ppo.max_grad_norm))
                     advance(loss=f"{losses[-1]:.3f}")
@@ -357,6 +358,18 @@ class Trainer:
                 logger.warning("no learning-curve plot: %s", err)
         (self.output_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
+
+
+def sft_lr_factor(step: int, total: int, schedule: str) -> float:
+    """The SFT learning rate of ``step`` (0-based) as a fraction of ``sft_lr``: ``constant`` (1), or ``cosine``
+    (linear warm-up over the first 5% of steps, then a cosine decay to 5% of the peak)."""
+    if schedule == "constant":
+        return 1.0
+    warmup = max(1, total // 20)
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def host_versions() -> dict[str, str]:

@@ -1,0 +1,90 @@
+"""The main job over several seeds: held-out success after the warm start and after RL, per seed and as means with
+95% bootstrap confidence intervals, and the RL gain.
+
+    python benchmarks/main_job_seeds.py                       # seeds 0-4, the README's main job (teamgym train)
+    python benchmarks/main_job_seeds.py --seeds 0 1 -- --steps 40   # arguments after -- go to teamgym train
+
+Each seed is one ``python -m teamgym.train --seed N --output-dir DIR/seed_N`` run, one after the other (the runs
+use one torch thread each; running them in parallel on a shared host would change their timings, not their numbers).
+Prints a markdown table, then the host facts every run's ``summary.json`` records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def bootstrap_ci(values: list[float], *, rounds: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean of ``values``."""
+    data = np.asarray(values, dtype=float)
+    if len(data) < 2:
+        return float(data.mean()), float(data.mean())
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, len(data), size=(rounds, len(data)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _cell(values: list[float]) -> str:
+    low, high = bootstrap_ci(values)
+    return f"{100 * np.mean(values):.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--output-dir", default=None, help="where the runs go (default: a new temp folder)")
+    args = parser.parse_args(argv)
+    root = Path(args.output_dir or tempfile.mkdtemp(prefix="teamgym-main-job-seeds-"))
+    summaries = []
+    for seed in args.seeds:
+        out = root / f"seed_{seed}"
+        tic = time.perf_counter()
+        cmd = [sys.executable, "-m", "teamgym.train", "--seed", str(seed), "--output-dir", str(out),
+               "--no-progress-bar", *extra]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        summary = json.loads((out / "summary.json").read_text())
+        summary["end_to_end_seconds"] = time.perf_counter() - tic
+        summaries.append(summary)
+        print(f"seed {seed}: after SFT {summary['heldout_success_after_sft']:.3f} greedy / "
+              f"{summary['heldout_sampled_success_after_sft']:.3f} sampled; after RL "
+              f"{summary['heldout_success_after']:.3f} / {summary['heldout_sampled_success_after']:.3f} "
+              f"({summary['end_to_end_seconds']:.0f} s)", file=sys.stderr, flush=True)
+    rows = {
+        "after the SFT warm start, greedy": [s["heldout_success_after_sft"] for s in summaries],
+        "after RL, greedy": [s["heldout_success_after"] for s in summaries],
+        "RL gain, greedy (points)": [s["heldout_success_after"] - s["heldout_success_after_sft"] for s in summaries],
+        "after the SFT warm start, sampled": [s["heldout_sampled_success_after_sft"] for s in summaries],
+        "after RL, sampled": [s["heldout_sampled_success_after"] for s in summaries],
+        "RL gain, sampled (points)": [s["heldout_sampled_success_after"] - s["heldout_sampled_success_after_sft"]
+                                      for s in summaries],
+    }
+    seeds = " / ".join(str(s) for s in args.seeds)
+    print(f"| held-out success (%), {summaries[0]['heldout_tasks']} tasks | seeds {seeds} | mean [95% bootstrap CI] |")
+    print("|---|---|---|")
+    for name, values in rows.items():
+        per_seed = " / ".join(f"{100 * v:.1f}" for v in values)
+        print(f"| {name} | {per_seed} | {_cell(values)} |")
+    spread = max(rows["after the SFT warm start, greedy"]) - min(rows["after the SFT warm start, greedy"])
+    times = [s["end_to_end_seconds"] for s in summaries]
+    print(f"\nwarm-start spread (greedy, max - min): {100 * spread:.1f} points; RL above the warm start on "
+          f"{sum(g > 0 for g in rows['RL gain, greedy (points)'])} of {len(summaries)} seeds; end to end "
+          f"{min(times):.0f}-{max(times):.0f} s per seed")
+    print(f"host: {json.dumps(summaries[0].get('host', {}))}")
+    print(f"runs: {root}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
