@@ -42,6 +42,7 @@ from teamgym.train.evaluation import TaskSplit, evaluate
 from teamgym.train.metrics import MetricsLogger, plot_learning_curves, step_metrics
 from teamgym.train.policies import build_optimizers, build_policies
 from teamgym.train.presets import get_preset
+from teamgym.train.reference import ReferencePolicies
 from teamgym.train.sft import collect_demonstrations, sft_step
 from teamgym.train.update import policy_update
 
@@ -95,6 +96,7 @@ class Trainer:
         self.alpha = TrainingAlpha(config.alpha, self.roles, seed=config.seed)
         self.rollout_mode = config.rollout_mode
         self.estimator = make_estimator(config)
+        self.reference: ReferencePolicies | None = None  # built as RL starts (ppo.kl_reference="reference")
         self.step = 0
         self.evals: dict[str, float] = {}
         self.sft_done = False
@@ -120,6 +122,7 @@ class Trainer:
             "engine": self.engine.state_dict(),
             "mixer": self.alpha.state_dict(),
             "estimator": self.estimator.state_dict(),
+            "reference": self.reference.state_dict() if self.reference is not None else None,
             "torch_rng": torch.get_rng_state(),
             "python_random": random.getstate(),
             "evals": dict(self.evals),
@@ -142,6 +145,9 @@ class Trainer:
         self.alpha.load_state_dict(state.get("mixer"))
         if state.get("estimator"):
             self.estimator.load_state_dict(state["estimator"])
+        if self.config.ppo.kl_reference == "reference":
+            self.reference = ReferencePolicies(self.policies)
+            self.reference.load_state_dict(state.get("reference") or {})
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_random"])
         self.step = int(state["step"])
@@ -207,6 +213,8 @@ class Trainer:
             after_sft = self.evaluate()
             self.evals.update({"after_sft": after_sft["success"], "after_sft_sampled": after_sft["sampled_success"]})
             logger.info("held-out success after %d SFT steps: %s", c.sft_steps, after_sft)
+        if c.ppo.kl_reference == "reference":
+            self.reference = ReferencePolicies(self.policies)
         self.sft_done = True
         self._checkpoint()
 
@@ -258,7 +266,8 @@ class Trainer:
         stats = None
         for _ in range(c.ppo.epochs):
             stats = policy_update(train_batch, advantages, self.policies, self.optimizers, ppo=c.ppo,
-                                  temperature=c.sampling.temperature)
+                                  temperature=c.sampling.temperature, norm_length=self.max_tokens,
+                                  reference=self.reference)
         self.samplers.sync()
         update_seconds = time.perf_counter() - update_tic
         row = step_metrics(self.step, result, advantages, stats, rollout=self.rollout_mode, gamma=c.gamma,

@@ -72,6 +72,23 @@ def test_resume_continues_exactly(tmp_path, waves):
     assert [r["reward/mean"] for r in rows_a] == [r["reward/mean"] for r in rows_b]
 
 
+def test_reference_kl_is_logged_and_its_reference_resumes_exactly(tmp_path):
+    settings = {"ppo.kl_reference": "reference", "ppo.kl_coef": 0.5, "ppo.lr": 5e-3,
+                "ppo.entropy_coef": 0.05}  # a gradient even when every candidate ties
+    full = tiny(tmp_path, "full", **settings)
+    train(full)
+    train(tiny(tmp_path, "part", steps=2, **settings))
+    resumed = tiny(tmp_path, "part", steps=4, **settings)
+    train(resumed, resume=True)
+    rows = read_metrics(full.output_dir)
+    assert rows[0]["kl_reference"] == pytest.approx(0.0, abs=1e-6) and rows[-1]["kl_reference"] > 0
+    a, b = load_latest_checkpoint(full.output_dir)[1], load_latest_checkpoint(resumed.output_dir)[1]
+    assert set(a["reference"]) == {"shared"}
+    assert all(torch.equal(a["reference"]["shared"][k], b["reference"]["shared"][k]) for k in a["reference"]["shared"])
+    assert all(torch.equal(a["models"]["shared"][k], b["models"]["shared"][k]) for k in a["models"]["shared"])
+    assert [r["kl_reference"] for r in rows] == [r["kl_reference"] for r in read_metrics(resumed.output_dir)]
+
+
 def test_fresh_run_into_a_used_dir_is_refused(tmp_path):
     train(tiny(tmp_path, "run", steps=1))
     with pytest.raises(InvalidArgumentError, match="--resume"):
