@@ -72,10 +72,11 @@ class EnvSlot:
         self._agent = ""
         self._at_node = False
         self._rewards: list[float] = []  # every branch of the open node, in candidate order
+        self._failed: list[bool] = []  # every branch: whether the infrastructure failed scoring it
         self._snapshots: dict[int, Any] = {}  # branch index -> its child state, for those that can be chosen
         self._scored: dict[int, Scored] = {}  # branch index -> its result, for the branches that were stepped
         self._seen: dict[str, int] = {}  # candidate text -> the first branch stepped with it
-        self._best: tuple[float, int] | None = None  # (reward, -index) of the best branch so far
+        self._best: tuple[bool, float, int] | None = None  # (healthy, reward, -index) of the best branch so far
         self._current = -1  # the branch whose child state the env is in (-1: the node state or none)
 
     def reset(self, task_id: Any, seed: int) -> list[str]:
@@ -91,6 +92,7 @@ class EnvSlot:
         self._agent = agent
         self._at_node = True  # the env has not acted since the snapshot
         self._rewards = []
+        self._failed = []
         self._snapshots = {}
         self._scored = {}
         self._seen = {}
@@ -109,6 +111,9 @@ class EnvSlot:
         sibling's result; the env ends in the chosen child's state; greedy takes the first of tied best rewards)
         without the work it does not need:
 
+        * a candidate whose scoring failed for infrastructure reasons (``infra_error``: the sandbox died) is never
+          chosen while another candidate of the node is healthy: its 0 reward says nothing about the action, and
+          advancing on it would steer the episode by an accident (all candidates failed: the rule applies as usual);
         * candidates act from the node state, so the order they act in does not change their results; they act in
           the order 2, 3, ..., K, 1, so that when rewards tie (common: early in training every candidate earns the
           same format penalty) the chosen first candidate acted last and the env is already in its state;
@@ -130,18 +135,19 @@ class EnvSlot:
         order = list(range(1, len(texts))) + [0] if texts else []
         results: list[Scored | None] = [None] * len(texts)
         self._rewards.extend([math.nan] * len(texts))
+        self._failed.extend([False] * len(texts))
         for position, j in enumerate(order):
             index = base + j
             last = position == len(order) - 1 and strategy != "adaptive"
             earlier = self._seen.get(texts[j])
             if earlier is not None:
-                reward = self._rewards[earlier]
-                best = self._leads(reward, index)
+                reward, failed = self._rewards[earlier], self._failed[earlier]
+                best = self._leads(reward, index, failed)
                 if not best or earlier in self._snapshots:  # never chosen, or its state is already saved
                     results[j] = _copy(self._scored[earlier])
-                    self._rewards[index] = reward
+                    self._rewards[index], self._failed[index] = reward, failed
                     if best:
-                        self._best = (reward, -index)
+                        self._best = (not failed, reward, -index)
                     if earlier in self._snapshots:
                         self._snapshots[index] = self._snapshots[earlier]
                     continue
@@ -157,10 +163,11 @@ class EnvSlot:
             self._scored[index] = results[j]
             self._seen.setdefault(texts[j], index)
             self._rewards[index] = reward
+            self._failed[index] = failed = bool(results[j].infra_error)
             self._current = index
-            best = self._leads(reward, index)
+            best = self._leads(reward, index, failed)
             if best:
-                self._best = (reward, -index)
+                self._best = (not failed, reward, -index)
             if not last and (best or strategy == "top_m"):
                 # The env is restored to the node before the next candidate acts, so this child's objects can be
                 # handed to the snapshot instead of copied (not under adaptive K, which may restore it twice).
@@ -168,16 +175,17 @@ class EnvSlot:
                 self._snapshots[index] = _snapshot(env, handoff=handoff)
                 if handoff:
                     self._current = -1  # the env holds no state of its own until the next restore
-        chosen = _chooser(strategy, choose_args)(self._rewards)
+        chosen = _chooser(strategy, choose_args)(_choice_rewards(self._rewards, self._failed))
         if chosen != self._current:
             _restore(env, self._snapshots[chosen])
             self._current = chosen
         return [r for r in results if r is not None], chosen
 
-    def _leads(self, reward: float, index: int) -> bool:
-        """Whether branch ``index`` with ``reward`` ranks above every branch so far (greedy: the higher reward, then
-        the lower index; a NaN reward always counts, as argmax may pick it)."""
-        return not math.isfinite(reward) or self._best is None or (reward, -index) > self._best
+    def _leads(self, reward: float, index: int, failed: bool) -> bool:
+        """Whether branch ``index`` with ``reward`` ranks above every branch so far (greedy: a healthy branch above a
+        failed one, then the higher reward, then the lower index; a NaN reward always counts, as argmax may pick
+        it)."""
+        return not math.isfinite(reward) or self._best is None or (not failed, reward, -index) > self._best
 
     def done(self) -> bool:
         env = self.env
@@ -216,6 +224,13 @@ def _others(env: Any, agent: str) -> tuple[dict[str, dict[str, float]], dict[str
         if reward != 0.0 or any(v != 0.0 for v in received.values()):
             terms[other], rewards[other] = received, reward
     return terms, rewards
+
+
+def _choice_rewards(rewards: Sequence[float], failed: Sequence[bool]) -> list[float]:
+    """The rewards the strategy chooses by: a failed branch's is -inf while any branch is healthy."""
+    if all(failed) or not any(failed):
+        return list(rewards)
+    return [-math.inf if bad else reward for reward, bad in zip(rewards, failed, strict=True)]
 
 
 def _chooser(strategy: str, args: dict[str, Any]) -> Callable[[Sequence[float]], int]:

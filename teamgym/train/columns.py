@@ -57,6 +57,15 @@ planner's step; ``discussion`` pays every agent on the round's last step); the b
 So when every agent that was paid has a row in the episode, the per-agent episode returns sum to the team return,
 and (without an alpha mixer) each equals the env's own ``returns[agent]`` in the episode summary.
 
+**Infrastructure errors** (``infra_error``: the sandbox failed scoring a candidate; its terms are 0, which says
+nothing about the action). The tree never advances on such a candidate while a sibling is healthy
+(:class:`~teamgym.rollout.slot.EnvSlot`). Before any column is built, :func:`usable_rows` drops the failed rows, and
+**whole episodes** whose chosen path holds one (a trajectory rollout's failed row, or a tree node whose candidates
+all failed): their returns, outcome and later states are partly the infrastructure's doing, and keeping their other
+rows would score those rows (and, through the group statistics, every row of their group) by it. Dropping only the
+affected tail would not do: the returns of the rows before it would then be cut short. A tree node's other
+candidates stay when one failed: their own-step rewards are intact.
+
 **The sampling forest** (a *tree rollout*): every candidate is a node; its parent is the chosen candidate of the
 closest earlier step of its episode (the one the env advanced with); step-0 candidates hang below one virtual root
 per episode (the initial state), appended after the rows. A node's leaf reward is its **path return**: the
@@ -92,6 +101,7 @@ __all__ = [
     "credited_rewards",
     "sampling_forest",
     "trajectory_returns",
+    "usable_rows",
 ]
 
 #: Rollout kinds, in order of preference when an estimator can use several.
@@ -181,6 +191,20 @@ _ROW_COLUMNS = {
     "task_keys": lambda batch: _hashable(batch.task_id),
     "agent_names": lambda batch: list(batch.agent),
 }
+
+
+def usable_rows(batch: AgentTurnBatch) -> torch.Tensor:
+    """``(N,)`` bool: the rows training may use, given the infrastructure errors (the rule in the module docstring).
+
+    A row whose scoring failed (``infra_error``) is dropped; so is every row of an episode whose chosen path holds
+    such a row (the env advanced on it: a trajectory rollout's only candidate, or a tree node whose candidates all
+    failed), since that episode's returns and outcome are partly the infrastructure's doing.
+    """
+    failed = [bool(error) for error in batch.infra_error]
+    chosen = batch.chosen.tolist()
+    broken = {episode for episode, bad, took in zip(batch.episode_id, failed, chosen, strict=True) if bad and took}
+    return torch.tensor([not bad and episode not in broken for episode, bad in zip(batch.episode_id, failed,
+                                                                                   strict=True)], dtype=torch.bool)
 
 
 def check_trajectory_batch(batch: AgentTurnBatch) -> None:

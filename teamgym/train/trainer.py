@@ -36,6 +36,7 @@ from teamgym.rollout.sampling import SamplingParams
 from teamgym.rollout.slot import LocalSlots
 from teamgym.train.alpha import TrainingAlpha
 from teamgym.train.checkpoint import list_checkpoints, load_latest_checkpoint, save_checkpoint
+from teamgym.train.columns import usable_rows
 from teamgym.train.config import TrainConfig
 from teamgym.train.estimators import estimate, make_estimator
 from teamgym.train.evaluation import TaskSplit, evaluate
@@ -251,7 +252,7 @@ class Trainer:
         tic = time.perf_counter()
         result = self._rollout()
         batch = result.batch
-        usable = torch.tensor([not e for e in batch.infra_error], dtype=torch.bool)
+        usable = usable_rows(batch)
         train_batch = batch.select(usable)
         alphas = self.alpha.apply(train_batch)
         advantages = estimate(self.estimator, train_batch, rollout=self.rollout_mode, gamma=c.gamma)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 from functools import partial
 
@@ -203,10 +204,11 @@ def test_batch_select_concat_jsonl_roundtrip(tmp_path):
 
 
 class ReferenceSlot(EnvSlot):
-    """The slot as :func:`tree_step` states it: restore before every candidate, snapshot after every one."""
+    """The slot as :func:`tree_step` states it: restore before every candidate, snapshot after every one; a branch
+    whose scoring failed (``infra_error``) is chosen only when every branch failed."""
 
     def open_node(self):
-        self._reference_branches = []
+        self._reference_branches, self._reference_failed = [], []
         return super().open_node()
 
     def expand(self, texts, strategy, choose_args):
@@ -226,7 +228,11 @@ class ReferenceSlot(EnvSlot):
         step = tree_step(self._state, list(texts), restore=partial(_restore, env), act=act,
                          take_snapshot=partial(_snapshot, env), choose=choose_greedy)
         self._reference_branches.extend(step.branches)
-        chosen = _chooser(strategy, choose_args)([b.reward for b in self._reference_branches])
+        self._reference_failed.extend(bool(result.infra_error) for result in results)
+        healthy = [b.reward if not bad else -math.inf for b, bad in zip(self._reference_branches,
+                                                                       self._reference_failed, strict=True)]
+        rewards = healthy if any(math.isfinite(r) for r in healthy) else [b.reward for b in self._reference_branches]
+        chosen = _chooser(strategy, choose_args)(rewards)  # a failed branch only when every branch failed
         _restore(env, self._reference_branches[chosen].snapshot)
         return results, chosen
 
