@@ -27,7 +27,8 @@ __all__ = ["NodeView", "Scored", "EnvSlot", "SlotPool", "LocalSlots"]
 
 @dataclass(frozen=True)
 class NodeView:
-    """What the engine needs to generate at a node: who acts, in which turn, the prompt and the state's anchor."""
+    """What the engine needs to generate at a node: who acts, in which turn, the prompt and the state's anchor (a hash
+    of the env's ``infos[agent]["state_key"]``, or of the whole prompt for envs without one)."""
 
     agent: str
     turn: int
@@ -98,7 +99,9 @@ class EnvSlot:
         self._seen = {}
         self._best = None
         self._current = -1
-        anchor = hashlib.sha1(env.observe(agent)["prompt"].encode("utf-8")).hexdigest()[:16]
+        state = env.infos.get(agent, {}).get("state_key")  # the env's own state key, else the whole prompt
+        anchor = hashlib.sha1((state if state is not None else env.observe(agent)["prompt"]).encode("utf-8"))
+        anchor = anchor.hexdigest()[:16]
         return NodeView(agent, int(getattr(env, "turn", 0)), self.prompt_formatter(env, agent), anchor)
 
     def expand(self, texts: Sequence[str], strategy: str, choose_args: dict[str, Any]) -> tuple[list[Scored], int]:

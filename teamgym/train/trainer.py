@@ -75,7 +75,7 @@ class Trainer:
         probe = self._env_fn()  # fails now, naming a bad env option, not mid-run
         self.roles = list(probe.possible_agents)
         self.tasks = TaskSplit(probe.task_ids(), eval_tasks=config.eval_tasks, heldout_offset=config.heldout_offset,
-                               seed=config.seed)
+                               seed=config.seed, pool=config.task_pool_size)
         probe.close()
         torch.manual_seed(config.seed)
         random.seed(config.seed)
