@@ -20,7 +20,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -276,11 +276,23 @@ class TrainConfig:
                 "config field spo_reward='success' with rollout='tree': a tree's unchosen candidates have no episode "
                 "outcome of their own: set spo_reward='mixed' (with spo_reward_range) or rollout='trajectory'"
             )
+        if spec_for(self.algo).continue_unchosen and mode == "tree" and self.tree.continue_unchosen is False:
+            raise InvalidArgumentError(
+                f"config field tree.continue_unchosen=False with algo={self.algo!r}: its tree values need every leaf "
+                "to be a finished episode; set tree.continue_unchosen=true or leave it null"
+            )
         if self.ppo.drop_zero_variance and mode != "tree":
             raise InvalidArgumentError(
                 f"config field ppo.drop_zero_variance=True with a {mode} rollout: dynamic sampling drops tree nodes of "
                 "equal rewards; set ppo.drop_zero_variance=False or use a tree estimator"
             )
+
+    @property
+    def tree_sampling(self) -> TreeSampling:
+        """The ``tree`` section this config runs, ``continue_unchosen`` resolved (``None``: the algo's need)."""
+        if self.tree.continue_unchosen is not None:
+            return self.tree
+        return replace(self.tree, continue_unchosen=spec_for(self.algo).continue_unchosen)
 
     @property
     def task_pool_size(self) -> int:

@@ -90,7 +90,7 @@ class Trainer:
         self.samplers = Samplers(self.policies, config.sampling.backend, model=config.model, device=config.device,
                                  seed=config.seed, vllm=config.vllm)
         slots = LocalSlots(self._env_fn, self.preset.prompt, workers=config.env_workers)
-        self.engine = RolloutEngine(slots, self.samplers.by_role, tree=config.tree, seed=config.seed,
+        self.engine = RolloutEngine(slots, self.samplers.by_role, tree=config.tree_sampling, seed=config.seed,
                                     sampling=SamplingParams(temperature=config.sampling.temperature,
                                                             max_tokens=self.max_tokens),
                                     waves=config.rollout_waves)

@@ -96,3 +96,27 @@ def test_a_trajectory_with_an_infra_error_is_dropped_whole(failing_sandbox):
     assert broken and len(broken) < len(set(batch.episode_id))
     assert all(keep == (episode not in broken) for episode, keep in zip(batch.episode_id, usable, strict=True))
     assert len(batch.select(torch.tensor(usable))) < sum(not error for error in batch.infra_error)
+
+
+def test_a_failed_continuation_takes_its_candidate_and_a_failed_tree_its_continuations(failing_sandbox):
+    eng = plan_engine(TreeSampling(k=3, continue_unchosen=True), tool=lambda prompt, j: tool_text(prompt, j + 1))
+    batch = eng.rollout([1, 2]).batch  # continuations sample one candidate (j = 0): a healthy one
+    eng.close()
+    rows = batch.rows()
+    continued = sorted({r["episode_id"] for r in rows if r["fork"]})
+    assert continued
+    victim = continued[0]  # a continuation whose chosen path fails: dropped with the candidate it continues
+    fork = next(r["fork"] for r in rows if r["episode_id"] == victim)
+    row = next(i for i, r in enumerate(rows) if r["episode_id"] == victim)
+    batch.infra_error[row] = "down"
+    usable = usable_rows(batch).tolist()
+    for i, r in enumerate(rows):
+        if r["episode_id"] == victim or (r["episode_id"], r["step"], r["branch"]) == (
+                fork["episode_id"], fork["step"], fork["branch"]):
+            assert not usable[i]
+        elif not r["infra_error"]:
+            assert usable[i]
+    root = next(i for i, r in enumerate(rows) if r["episode_id"] == "ep-1" and r["chosen"])
+    batch.infra_error[root] = "down"  # the tree's chosen path fails: the tree goes, continuations included
+    usable = usable_rows(batch).tolist()
+    assert not any(usable[i] for i, r in enumerate(rows) if r["episode_id"].split("/")[0] == "ep-1")
