@@ -254,7 +254,7 @@ class Trainer:
         batch = result.batch
         usable = usable_rows(batch)
         train_batch = batch.select(usable)
-        alphas = self.alpha.apply(train_batch)
+        alphas, payoff = self.alpha.apply(train_batch, result.episodes, credit=self.step > 0)
         advantages = estimate(self.estimator, train_batch, rollout=self.rollout_mode, gamma=c.gamma)
         keep = torch.ones(len(train_batch), dtype=torch.bool)
         if c.ppo.drop_zero_variance:
@@ -275,6 +275,8 @@ class Trainer:
                            seconds=time.perf_counter() - tic, update_seconds=update_seconds,
                            dropped=int(usable.numel() - usable.sum()))
         row.update({f"alpha/{agent}": value for agent, value in alphas.items()})
+        if payoff is not None:
+            row["alpha_payoff"] = payoff
         return row
 
     def _save_batch(
@@ -302,11 +304,12 @@ class Trainer:
     def _rollout(self) -> RolloutResult:
         """This step's rollout: a tree over the step's tasks, or ``group_size`` trajectories of each task."""
         tasks = self.task_ids(self.step)
+        alphas = self.alpha.rollout_alphas()  # the tree advances on the alphas in force
         if self.rollout_mode == "tree":
-            return self.engine.rollout(tasks, episode_prefix=f"s{self.step}")
+            return self.engine.rollout(tasks, episode_prefix=f"s{self.step}", alphas=alphas)
         repeated = [t for t in tasks for _ in range(self.config.group_size)]
         return self.engine.rollout(repeated, episode_prefix=f"s{self.step}", tree=TreeSampling(k=1),
-                                   seeds=[task_seed(t) for t in repeated])
+                                   seeds=[task_seed(t) for t in repeated], alphas=alphas)
 
     def _finish(self) -> dict[str, Any]:
         final = self.evaluate()

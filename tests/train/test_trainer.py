@@ -208,7 +208,8 @@ def test_bandit_alpha_mixer_logs_alphas_and_resumes_exactly(tmp_path):
     grid = {0.0, 0.5, 1.0, 2.0}
     assert all(row[f"alpha/{agent}"] in grid for row in rows for agent in ("speaker", "listener"))
     mixer_state = load_latest_checkpoint(full.output_dir)[1]["mixer"]
-    assert len(mixer_state["history"]) == 4  # one update per RL step
+    assert len(mixer_state["history"]) == 3  # credited once per rollout that follows an update
+    assert [r["alpha_payoff"] for r in rows[1:]] and "alpha_payoff" not in rows[0]
     part = tiny(tmp_path, "part", alpha_mixer="bandit", steps=2)
     train(part)
     train(tiny(tmp_path, "part", alpha_mixer="bandit", steps=4), resume=True)
@@ -218,8 +219,21 @@ def test_bandit_alpha_mixer_logs_alphas_and_resumes_exactly(tmp_path):
 
 
 def test_static_alpha_mixer_reweights_the_team_term(tmp_path):
+    from teamgym.train import Trainer
+
     config = tiny(tmp_path, "static", alpha_mixer="static", alpha=0.0, steps=1)
-    train(config)
+    trainer = Trainer(config)
+    seen = []
+    rollout = trainer.engine.rollout
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("alphas"))
+        return rollout(*args, **kwargs)
+
+    trainer.engine.rollout = recording
+    trainer.train()
+    trainer.close()
+    assert {"speaker": 0.0, "listener": 0.0} in seen  # the tree advances on the mixer's alpha, not the env's
     row = read_metrics(config.output_dir)[0]
     assert row["alpha/speaker"] == 0.0 and row["alpha/listener"] == 0.0
     with pytest.raises(InvalidArgumentError, match="alpha_mixer"):
