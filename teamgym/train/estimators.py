@@ -6,6 +6,9 @@ it. Stateless estimators are the pure functions of ``teamgym.algos`` (:class:`Fu
 which parameter is written down per estimator, below); stateful ones keep state across batches and save it in every
 checkpoint (:class:`TrackerEstimator`: SPO's value trackers; learned critics will follow the same protocol).
 
+Each estimator is fed the groups, anchors and rewards its paper defines (docs/algorithms.md, "In the trainer", gives
+each one's equation and source).
+
 **Tree rollout** (K candidates per (agent, step) node, the env advanced with the chosen one):
 
 =================================  ===================================================================================
@@ -14,15 +17,32 @@ checkpoint (:class:`TrackerEstimator`: SPO's value trackers; learned critics wil
 ``at_grpo``                        ``rewards``; ``task_ids`` <- ``episode_ids`` (one tree per episode, so a task drawn
                                    twice gives two trees); ``agent_ids``; ``turn_ids`` <- ``steps`` (an agent that
                                    acted twice in a round gets two groups): the groups are the tree nodes
-``grpo``, ``dr_grpo``, ``rloo``    ``rewards``; ``group_ids`` <- ``node_ids``
-``dr_mas``, ``mhgpo``              ``rewards``; ``group_ids`` <- ``node_ids``; ``agent_ids``
-``treerl``                         ``parents`` <- ``tree_parents``; ``leaf_rewards`` <- ``tree_leaf_rewards``
+``treerl``                         ``parents`` <- ``tree_parents``; ``leaf_rewards`` <- ``tree_leaf_rewards``: the
+                                   sampling forest with every unchosen candidate continued to the end
+                                   (``continue_unchosen``), so that every leaf is a finished episode
 =================================  ===================================================================================
 
-**Trajectory rollout** (each task played ``group_size`` times from the same env seed, one candidate per node):
-``gigpo`` reads ``episode_returns``, ``step_returns``, ``group_ids`` <- ``task_ids``, ``trajectory_ids`` <-
-``episode_ids``, ``anchor_ids``; ``team_gigpo`` the same with the per-agent returns (``agent_episode_returns``,
-``agent_step_returns``) and ``agent_ids``. Both take ``omega`` (GiGPO's step-level weight).
+**Trajectory rollout** (each task played ``group_size`` times from the same env seed, one candidate per node; a
+*unit* is one sample as the estimator's function sees it, broadcast to its rows):
+
+=================================  ===================================================================================
+``--algo``                         parameters <- columns
+=================================  ===================================================================================
+``grpo``, ``dr_grpo``, ``rloo``    one unit per trajectory: ``rewards`` <- ``episode_returns`` (the team's return),
+                                   ``group_ids`` <- ``task_ids``: G responses to one prompt, one outcome each
+``dr_mas``                         every row: ``rewards`` <- ``episode_returns`` (each invocation carries its
+                                   trajectory's reward), ``group_ids`` <- ``task_ids``, ``agent_ids``: statistics per
+                                   (task, agent) over every invocation of the agent
+``mhgpo``                          one unit per (trajectory, agent): ``rewards`` <- ``agent_episode_returns`` (what
+                                   the agent got from the rollout), ``group_ids`` <- ``task_ids``, ``agent_ids``: the
+                                   agent type's samples under one root query
+``gigpo``                          ``episode_returns``, ``step_returns``, ``group_ids`` <- ``task_ids``,
+                                   ``trajectory_ids`` <- ``episode_ids``, ``anchor_ids`` (the env's ``state_key``)
+``team_gigpo``                     the same with ``agent_episode_returns``, ``agent_step_returns`` and ``agent_ids``
+=================================  ===================================================================================
+
+``gigpo`` and ``team_gigpo`` take ``omega`` (GiGPO's step-level weight); with ``omega = 0`` they are ``grpo`` and
+``mhgpo``.
 
 **SPO trackers** (either rollout; trajectory preferred), per batch (SPO, arXiv 2509.13232; verl recipe ``spo/``):
 each row's signal ``r`` in [0, 1] is compared with the tracked baseline ``p`` of its key read **before** the batch's
@@ -35,7 +55,8 @@ prompt, this is SPO's update). Constant forgetting factor ``rho`` (SPO's constan
 name                tracker, key                    batch normalisation
 ==================  ==============================  =============================================================
 ``spo``             ``BetaValueTracker``, the task  over the whole batch (SPO's per-prompt tracker: the prompt is
-                                                    the task an episode starts from)
+                                                    the task an episode starts from; the run draws its tasks from a
+                                                    finite pool, ``task_pool``, so that they come back)
 ``spo_per_agent``   ``PerAgentValueTracker``,       within each agent's rows (Dr.MAS-style); with one agent and one
                     (task, agent, turn)             turn per episode it equals ``spo``
 ==================  ==============================  =============================================================

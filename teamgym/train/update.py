@@ -6,8 +6,8 @@ keyed by the model's name (``shared`` or the role); then each optimizer steps on
 The loss of a model's rows is one aggregation (``ppo.aggregation``) of one per-token loss, the PPO-clip term plus the
 KL and entropy terms, so that the whole batch's loss never depends on how it is cut into micro-batches: each
 micro-batch's aggregate is weighted by its share of the aggregation's denominator (its tokens for ``token-mean``, its
-rows for the sequence means) and the gradients are summed. ``seq-mean-token-sum-norm`` (Dr.GRPO, arXiv 2503.20783,
-Sec. 3.1) divides each sequence's token sum by one constant for the whole run, the completion budget
+rows for the sequence means) and the gradients are summed. ``seq-mean-token-sum-norm`` (Dr.GRPO, arXiv 2503.20783)
+divides each sequence's token sum by one constant for the whole run, the completion budget
 (``norm_length``), not by the longest completion of a micro-batch (what a padded width gives: verl's TODO), which
 changed the gradient with ``micro_batch_size``.
 """
