@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 # ids within [0, _BINCOUNT_FACTOR * N + _BINCOUNT_SLACK) are compressed with bincount (no sort).
+# A group std at most this fraction of the group mean may be a rounding error of equal values (checked exactly).
+_ROUNDING_SPREAD = 1e-6
 _BINCOUNT_FACTOR = 8
 _BINCOUNT_SLACK = 1 << 16
 
@@ -186,19 +188,22 @@ def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
     """Stats over codes in ``[0, size)``; unused codes get count 0, mean 0, std 0.
 
     A group whose values are all equal gets centred values and std of exactly 0: its float mean can differ from the
-    value by a rounding error (three 0.7s average to 0.7 - 1e-16), which a division by that std would blow up.
+    value by a rounding error (three 0.7s average to 0.7 - 1e-16), which a division by that std would blow up. Such a
+    spread is far below any real one, so only groups whose std is that small are compared value by value.
     """
     x = values.to(torch.float64)
     count = torch.bincount(codes, minlength=size).to(torch.float64)
     mean = torch.bincount(codes, weights=x, minlength=size) / count.clamp_min(1.0)
-    low = torch.zeros(size, dtype=torch.float64, device=x.device).scatter_reduce_(0, codes, x, "amin",
-                                                                                   include_self=False)
-    high = torch.zeros(size, dtype=torch.float64, device=x.device).scatter_reduce_(0, codes, x, "amax",
-                                                                                    include_self=False)
-    constant = (low == high).index_select(0, codes)
-    centred = torch.where(constant, 0.0, x - mean.index_select(0, codes))
+    centred = x - mean.index_select(0, codes)
     sq = torch.bincount(codes, weights=centred * centred, minlength=size)
     std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
+    suspect = (std > 0) & (std <= _ROUNDING_SPREAD * mean.abs())
+    if bool(suspect.any()):
+        member = torch.zeros(size, dtype=torch.float64, device=x.device).index_copy_(0, codes, x)  # any member
+        unequal = (x != member.index_select(0, codes)).to(torch.float64)
+        constant = suspect & (torch.bincount(codes, weights=unequal, minlength=size) == 0)
+        centred = torch.where(constant.index_select(0, codes), 0.0, centred)
+        std = torch.where(constant, 0.0, std)
     return GroupStats(codes, count, mean, std, centred)
 
 

@@ -8,8 +8,6 @@ rollouts and serve as process-reward-model (PRM) targets.
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from teamgym.algos._checks import check_ids, check_output, check_same_length, check_values
@@ -73,21 +71,16 @@ def tree_values(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> TreeValues
     up = torch.cat([torch.where(parents >= 0, parents, m), torch.tensor([m], device=parents.device)])
     reward_sum = torch.zeros(m + 1, dtype=torch.float64, device=parents.device)
     leaf_count = torch.zeros(m + 1, dtype=torch.float64, device=parents.device)
-    low = torch.full((m + 1,), math.inf, dtype=torch.float64, device=parents.device)
-    high = torch.full((m + 1,), -math.inf, dtype=torch.float64, device=parents.device)
     current = torch.nonzero(is_leaf).squeeze(1)
     carried = leaf_rewards.to(torch.float64).index_select(0, current)
     ones = torch.ones_like(carried)
     while True:
         reward_sum.index_add_(0, current, carried)
         leaf_count.index_add_(0, current, ones)
-        low.scatter_reduce_(0, current, carried, "amin")
-        high.scatter_reduce_(0, current, carried, "amax")
         current = up.index_select(0, current)
         if bool((current == m).all()):
             break
-    # a node whose leaves are all equal gets that value exactly (their float mean may be off by a rounding error)
-    value = torch.where(low[:m] == high[:m], low[:m], reward_sum[:m] / leaf_count[:m].clamp_min(1.0))
+    value = reward_sum[:m] / leaf_count[:m].clamp_min(1.0)
     return TreeValues(value, leaf_count[:m], root, is_leaf)
 
 

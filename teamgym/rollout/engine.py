@@ -13,7 +13,12 @@ tree per episode):
    the candidate's step gave the other agents (``others_terms``, ``others_rewards``).
 
 Strategies (``TreeSampling.strategy``): ``"greedy"`` (AT-GRPO), ``"top_m"`` (stochastic advance among the m best),
-``"adaptive"`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only where they disagree). Envs that
+``"adaptive"`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only where they disagree). None of
+them advances on a candidate whose scoring failed (``infra_error``) while a sibling is healthy.
+``TreeSampling.continue_unchosen`` (TreeRL) plays every unchosen candidate that can go on to the end as an episode of
+its own in another slot, one candidate per node, so that every leaf of the tree is a finished episode; its rows'
+``fork`` names the candidate. ``rollout(..., alphas=...)`` scores candidates with the trainer's alphas instead of the
+env's, so that the tree advances on them. Envs that
 use the sandbox can be stepped from a thread pool (``LocalSlots(..., workers=N)``; the sandbox's subprocesses release
 the GIL) or from Ray actors (``RaySlots``): envs live in :class:`~teamgym.rollout.slot.EnvSlot` objects that exchange
 only plain data with the engine, and the engine is given the pool that holds them.
@@ -96,8 +101,8 @@ class TreeSampling:
         k_max: ``adaptive`` strategy: most candidates one node may get by borrowing the budget banked by agreeing
             nodes.
         continue_unchosen: continue every unchosen candidate to the end of its episode, one candidate per later
-            node, so that every leaf of the sampling tree is a finished episode (TreeRL's EPTree, arXiv 2506.11902,
-            Sec. 3.1: forks completed to the end; here the forks are the nodes' other candidates). An episode of D
+            node, so that every leaf of the sampling tree is a finished episode (TreeRL's EPTree, arXiv 2506.11902:
+            forks completed to the end; here the forks are the nodes' other candidates). An episode of D
             nodes then costs about ``k*D + (k-1)*D*(D-1)/2`` completions instead of ``k*D``. Candidates whose step
             ended the episode are finished leaves already, and those whose scoring failed are not continued.
             ``None`` (default): the trainer's estimator decides (on for ``treerl``, off otherwise); the engine
