@@ -226,17 +226,22 @@ def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: i
     return rows
 
 
-def bench_tests(workers: int, n_jobs: int, n_latency: int) -> dict:
-    """The same HumanEval check as separate tests through ``run_matrix`` (assert jobs: program + judge)."""
+def bench_tests(workers: int, n_jobs: int, n_latency: int, entry_point: str | None) -> dict:
+    """The same HumanEval check as separate tests through ``run_matrix``: with the entry point named they are literal
+    calls the server makes itself (the program alone); without, the judge runs them (program + judge)."""
     function, *asserts = [line for line in HUMANEVAL[0].strip().split("\n\n")]
     tests = [line for line in "\n\n".join(asserts).splitlines() if line.startswith("assert")]
     with Sandbox(workers=workers) as box:
-        run_matrix([function] * workers * 2, tests, kind="assert", sandbox=box)
+        run_matrix([function] * workers * 2, tests, kind="assert", sandbox=box, entry_point=entry_point)
         with PeakMemory() as mem:
             start = time.perf_counter()
-            matrix = run_matrix([function] * n_jobs, tests, kind="assert", sandbox=box, timeout=TIMEOUT)
+            matrix = run_matrix(
+                [function] * n_jobs, tests, kind="assert", sandbox=box, timeout=TIMEOUT, entry_point=entry_point
+            )
             wall = time.perf_counter() - start
-        lat = _latencies(lambda: run_matrix([function], tests, kind="assert", sandbox=box), n_latency)
+        lat = _latencies(
+            lambda: run_matrix([function], tests, kind="assert", sandbox=box, entry_point=entry_point), n_latency
+        )
     if not all(v.passed for row in matrix for v in row):
         raise SystemExit("a test failed: the benchmark is invalid")
     return {"jobs_s": n_jobs / wall, "p50": lat[0], "p99": lat[1], "mem": mem.peak}
@@ -266,9 +271,12 @@ def main() -> None:
                 ratio = cells["a"]["jobs_s"] / r["jobs_s"] if "a" in cells and key != "a" else None
                 rows.append({"program": label, "workers": str(workers), "runner": names[key], **r, "a_over": ratio})
     if "a" in args.runners:
-        for workers in args.workers:
-            r = bench_tests(workers, args.jobs, args.latency_jobs)
-            rows.append({"program": "HumanEval 8 tests, judged", "workers": str(workers), "runner": names["a"], **r})
+        for label, entry_point in (("literal calls", "has_close_elements"), ("judged", None)):
+            for workers in args.workers:
+                r = bench_tests(workers, args.jobs, args.latency_jobs, entry_point)
+                rows.append(
+                    {"program": f"HumanEval 8 tests, {label}", "workers": str(workers), "runner": names["a"], **r}
+                )
     if args.json:
         print(json.dumps(rows))
         return

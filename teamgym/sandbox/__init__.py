@@ -58,7 +58,7 @@ from teamgym.sandbox.harness import (
     run_matrix,
     run_tests,
 )
-from teamgym.sandbox.pool import Sandbox, default_sandbox
+from teamgym.sandbox.pool import Sandbox, default_sandbox, package_paths
 from teamgym.sandbox.result import STATUSES, ExecResult, Job, Status
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "Sandbox",
     "TestVerdict",
     "default_sandbox",
+    "package_paths",
     "humaneval_tests",
     "matrix_jobs",
     "normalize_output",
@@ -81,7 +82,13 @@ __all__ = [
 
 
 def run_python(
-    code: str, stdin: str = "", *, timeout: float = 1.0, memory_mb: int = 512, **limits: Any
+    code: str,
+    stdin: str = "",
+    *,
+    timeout: float = 1.0,
+    memory_mb: int = 512,
+    packages: Iterable[str] = (),
+    **limits: Any,
 ) -> ExecResult:
     """Run one program in the shared sandbox.
 
@@ -89,17 +96,23 @@ def run_python(
         code: Python source, run as ``__main__``.
         stdin: text on standard input.
         timeout: wall seconds before the job's whole process tree is killed.
-        memory_mb: address-space limit in MiB.
+        memory_mb: memory limit in MiB.
+        packages: installed distributions the program may import (e.g. ``("sympy", "mpmath")``); the standard
+            library is always there, nothing else is.
         **limits: other :class:`Job` fields (``output_limit``, ``file_mb``, ``disk_mb``...).
     """
-    return default_sandbox().run_python(code, stdin, timeout=timeout, memory_mb=memory_mb, **limits)
+    box = default_sandbox(packages=packages)
+    return box.run_python(code, stdin, timeout=timeout, memory_mb=memory_mb, **limits)
 
 
-def run_many(jobs: Iterable[Job | Mapping[str, Any] | str], workers: int | None = None) -> list[ExecResult]:
+def run_many(
+    jobs: Iterable[Job | Mapping[str, Any] | str], workers: int | None = None, packages: Iterable[str] = ()
+) -> list[ExecResult]:
     """Run many programs in parallel on the shared sandbox; results in job order.
 
     Args:
         jobs: :class:`Job` objects, dicts of Job fields, or bare source strings.
         workers: fork servers to use (default ``os.cpu_count()``); changing it restarts the shared pool.
+        packages: installed distributions the programs may import (see :func:`run_python`).
     """
-    return default_sandbox(workers).run_many(jobs)
+    return default_sandbox(workers, packages).run_many(jobs)

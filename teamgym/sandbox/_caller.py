@@ -1,9 +1,10 @@
 """The server as its own judge, for tests that are literal calls (stdlib only).
 
 Most tests are ``assert ENTRY(literal, ...) == LITERAL`` (HumanEval, MBPP, a tester's asserts). Such a test runs no
-test code at all: the host parses the arguments and keeps the expected value, the server sends the call to the
-program's process (the same plain-data protocol a judge uses, see :mod:`_program`) and passes the plain answer back
-to the host, which compares. A job whose tests are all such calls needs no judge process. The server never decodes
+test code at all: the host parses the arguments and keeps the expected value, the server sends the calls to the
+program's process (the same plain-data protocol a judge uses, see :mod:`_program`; all calls go at once and the
+program answers them in turn, each under its own time budget) and passes the plain answers back to the host, which
+compares. A job whose tests are all such calls needs no judge process. The server never decodes
 the program's answers (the host does, defensively); it only frames them into the judge's record format.
 """
 
@@ -29,11 +30,16 @@ class Caller:
         self.records: list[str] = []
         self.index = -1  # the test in flight; -1 while the program runs its top level
         self.deadline = time.monotonic() + test_timeout
-        self.seq = 0
+        self.seq = 0  # the answer awaited (the test's index + 1)
         self.done = False
         self.inbox = bytearray()
         self.outbox = bytearray()
         os.set_blocking(send_fd, False)
+        for index, test in enumerate(tests):  # all at once: the program answers them in turn, without waiting on us
+            call = {"seq": index + 1, "name": entry_point, "args": test["args"], "kwargs": test["kwargs"]}
+            body = json.dumps(dict(call, budget=test_timeout), separators=(",", ":")).encode()
+            self.outbox += _HEADER.pack(len(body)) + body
+        self.flush()
 
     # ------------------------------------------------------------------------------------------ events
     def on_data(self, chunk: bytes) -> None:
@@ -113,23 +119,12 @@ class Caller:
         return {"i": self.index, "status": "error", "error": f"{self.entry_point}() returned no plain value"}
 
     def _next(self) -> None:
+        """The next call's clock starts now: its request is already in the program's channel."""
         self.index += 1
+        self.seq = self.index + 1
+        self.deadline = time.monotonic() + self.budget + _GRACE
         if self.index >= len(self.tests):
             self.done = True
-            return
-        test = self.tests[self.index]
-        self.seq += 1
-        call = {
-            "seq": self.seq,
-            "name": self.entry_point,
-            "args": test["args"],
-            "kwargs": test["kwargs"],
-            "budget": self.budget,
-        }
-        body = json.dumps(call, separators=(",", ":")).encode()
-        self.outbox += _HEADER.pack(len(body)) + body
-        self.deadline = time.monotonic() + self.budget + _GRACE
-        self.flush()
 
     def _broken(self, why: str) -> None:
         if self.index < 0:

@@ -12,8 +12,9 @@ it, so that the server and every job it starts see nothing else of the host:
   pointing to it, so temporary files and POSIX shared memory count against the job's disk and memory.
 
 No ``/proc``, ``/sys``, ``/home``, ``/root`` (beyond the interpreter's own folders), host ``/tmp``, sockets,
-project checkout, site-packages or datasets. :class:`MemoryCgroups` bounds each job's memory by any means (heap,
-tmpfs files, pipes, shared memory) where the host lets the server create cgroups (root: cgroup v1 or v2).
+project checkout, site-packages or datasets; only the installed distributions a pool is asked for (e.g. ``sympy``
+for math tools) are bound back into their package folder. The memory cgroups of :mod:`_cgroup` bound each job's
+memory by any means (heap, tmpfs files, pipes, shared memory) where the host lets a root server create them.
 """
 
 from __future__ import annotations
@@ -161,8 +162,12 @@ def _place(root: str, path: str, *, is_dir: bool) -> str:
     return target
 
 
-def build_root(root: str, *, uid: int, gid: int, disk_mb: int) -> None:
-    """Fill the tmpfs mounted at ``root`` (see the module docstring); everything but ``/job`` is read-only."""
+def build_root(root: str, *, uid: int, gid: int, disk_mb: int, packages: list[str]) -> None:
+    """Fill the tmpfs mounted at ``root`` (see the module docstring); everything but ``/job`` is read-only.
+
+    ``packages`` are host paths (folders or files of installed distributions) bound read-only at the same place,
+    inside the otherwise empty package folders: the only third-party code a job can import.
+    """
     dirs, files, symlinks, masks = interpreter_tree()
     for path in dirs:
         mount(path, _place(root, path, is_dir=True), None, _MS_BIND | _MS_REC)
@@ -176,11 +181,11 @@ def build_root(root: str, *, uid: int, gid: int, disk_mb: int) -> None:
         if not os.path.lexists(root + path):
             os.symlink(target, root + path)
     for path in masks:
-        mount(
-            "tmpfs", _place(root, path, is_dir=True), "tmpfs", _MS_RDONLY | _MS_NOSUID | _MS_NODEV, "size=4k,mode=0755"
-        )
+        mount("tmpfs", _place(root, path, is_dir=True), "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64k,mode=0755")
+    for path in packages:
+        mount(path, _place(root, path, is_dir=os.path.isdir(path)), None, _MS_BIND | _MS_REC)
     for point in read_mountpoints():
-        if _within(point, root) and point != root and not any(_within(point, root + m) for m in masks):
+        if _within(point, root) and point != root:
             remount_readonly(point)
     job = _place(root, JOB_DIR, is_dir=True)
     mount("tmpfs", job, "tmpfs", _MS_NOSUID | _MS_NODEV, workdir_options(uid, gid, disk_mb))
@@ -188,7 +193,7 @@ def build_root(root: str, *, uid: int, gid: int, disk_mb: int) -> None:
     os.symlink(JOB_DIR, root + "/dev/shm")
 
 
-def setup_server(root: str, *, uid: int, gid: int, disk_mb: int) -> list[str]:
+def setup_server(root: str, *, uid: int, gid: int, disk_mb: int, packages: list[str]) -> list[str]:
     """Enter private mount (and network) namespaces and ``pivot_root`` into a minimal root built at ``root``.
 
     Returns the errors met: an empty list means full isolation; otherwise nothing was changed that matters
@@ -206,7 +211,7 @@ def setup_server(root: str, *, uid: int, gid: int, disk_mb: int) -> list[str]:
     mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     os.makedirs(root, exist_ok=True)
     mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
-    build_root(root, uid=uid, gid=gid, disk_mb=disk_mb)
+    build_root(root, uid=uid, gid=gid, disk_mb=disk_mb, packages=packages)
     os.chdir(root)
     _check(_libc.syscall(_SYS_PIVOT_ROOT[os.uname().machine], b".", b"."), "pivot_root")
     _check(_libc.umount2(b".", _MNT_DETACH), "umount old root")

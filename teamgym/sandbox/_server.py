@@ -1,30 +1,28 @@
 """The warm fork server: a clean interpreter that runs each job in freshly cloned, jailed processes.
 
-Started by :mod:`teamgym.sandbox.pool` as ``python -s -S _server.py SLOT BASE NAMESPACES(0|1)`` with a scrubbed
-environment. Stdlib only; never imports teamgym (the host may have torch and threads loaded, this process has
-neither) and never imports site-packages. Protocol on stdin/stdout: 4-byte big-endian length + UTF-8 JSON. The
-server first writes a hello ``{"isolation": {...}, "pid": ...}``; then each request ``{"jobs": [...]}`` gets one
-reply ``{"results": [...]}``, in order.
+Started by :mod:`teamgym.sandbox.pool` as ``python -s -S _server.py SLOT BASE NAMESPACES(0|1) PACKAGES_JSON``
+with a scrubbed environment. Stdlib only; never imports teamgym (the host may have torch and threads loaded, this
+process has neither) and never imports site-packages. Protocol on stdin/stdout: 4-byte big-endian length + UTF-8
+JSON. The server first writes a hello ``{"isolation": {...}, "pid": ..., "zygote": ...}``; then each request
+``{"jobs": [...]}`` gets one reply ``{"results": [...]}``, in order.
 
 Three kinds of process, three levels of trust:
 
 * the **server** (trusted) reads jobs, holds their code, tests and outputs, and supervises;
-* its **zygote** (trusted), forked once at start before any job exists, clones every job process (as the
-  server's child, ``CLONE_PARENT``). It never sees a job's data (that travels in file descriptors it only passes
-  on), so a job, which can read all of its own memory, finds nothing of any other job there;
+* its **zygote** (trusted, see :mod:`_zygote`), forked once at start before any job exists, clones every job process
+  (as the server's child, ``CLONE_PARENT``). It never sees a job's data (the server hands a job's file descriptors
+  to the job process itself), so a job, which can read all of its own memory, finds nothing of any other job there;
 * **job processes** (hostile): the *program*, and for assert tests its *judge*, each in its own PID and IPC
   namespace, uid (as root), memory cgroup and seccomp filter (see :mod:`_jail`), inside the minimal root the
-  server pivoted into (see :mod:`_root`). They talk only through pipes the server made.
+  server pivoted into (see :mod:`_root`). They talk only through pipes the server made; the server supervises them
+  (see :mod:`_supervise`) and, for tests that are literal calls, calls the program itself (see :mod:`_caller`).
 """
 
 from __future__ import annotations
 
-import collections
 import ctypes
-import gc
 import json
 import os
-import select
 import signal
 import socket
 import sys
@@ -35,10 +33,10 @@ sys.path.insert(0, _HERE)
 import _caller  # noqa: E402
 import _cgroup  # noqa: E402
 import _jail  # noqa: E402
-import _judge  # noqa: E402
-import _program  # noqa: E402
 import _root  # noqa: E402
+import _supervise  # noqa: E402
 import _wire  # noqa: E402
+import _zygote  # noqa: E402
 
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]  # jobs import nothing from here
 
@@ -57,211 +55,10 @@ _LIMIT_KEYS = ("timeout", "memory_mb", "file_mb", "max_processes", "max_open_fil
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-class ZygoteDied(Exception):
-    """The zygote is gone: the server cannot start jobs any more (the host restarts it)."""
-
-
-def spare_main(conn: socket.socket, prep: dict, procs_fds: dict[str, int]) -> int:
-    """A freshly cloned job process: jail itself, wait for its job on ``conn``, run it. Returns the exit code.
-
-    ``prep`` says everything known before the job: role, jail settings, cgroup. The job message brings the limits
-    and the file descriptors. Any failure before the ready byte is the jail's (the server reports an infra error).
-    """
-    role = prep["role"]
-    if prep["cgroup"]:
-        os.write(procs_fds[role], b"0")
-    _jail.enter(prep["jail"])
-    message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 16)
-    if not message:  # the server discarded this spare
-        return 0
-    job = json.loads(message)
-    _jail.wire_fds(fds)  # also closes conn and the cgroup fds
-    _jail.set_limits(job["limits"])
-    spec = _wire.loads(_read_all(_jail.SPEC_FD))
-    os.close(_jail.SPEC_FD)
-    _jail.python_streams()
-    os.write(_jail.STATUS_FD, _jail.READY)
-    return _judge.run(spec) if role == "judge" else _program.run(spec)
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-class Zygote:
-    """A clean fork of the server that clones job processes ahead of need (see the module docstring).
-
-    Each clone is a *spare*: already jailed for a role (cgroup, uid, capabilities, seccomp...), it waits on a socket
-    of its own for its job (limits and file descriptors), which the server sends when a job starts. The server keeps
-    ``SPARES`` ready per kind it has used and asks for a replacement as it takes one, so neither the clone nor the
-    jail's setup waits on the path of a job.
-    """
-
-    SPARES = 2
-
-    def __init__(self, procs_fds: dict[str, int]):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
-        if pid == 0:
-            ours.close()
-            keep = {0, 1, 2, theirs.fileno(), *procs_fds.values()}
-            for fd in range(3, 1 << 12):
-                if fd not in keep:
-                    try:
-                        os.close(fd)
-                    except OSError:
-                        pass
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-            gc.freeze()  # the collector of a job never walks (and so never copies) the pages it shares with us
-            code = 0
-            try:
-                self._loop(theirs, procs_fds)
-            except BaseException:  # noqa: B036 - the server sees the zygote die and stops
-                code = 1
-            os._exit(code)
-        theirs.close()
-        self.pid, self.sock = pid, ours
-        self.spares: dict[str, collections.deque[tuple[int, socket.socket]]] = {}
-        self.pending: dict[str, int] = {}  # spares asked for and not yet received, per kind
-
-    @staticmethod
-    def _loop(sock: socket.socket, procs_fds: dict[str, int]) -> None:
-        while True:
-            message = sock.recv(1 << 12)
-            if not message:
-                return
-            kind = message.decode()
-            prep = json.loads(kind)
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            try:
-                pid = _jail.clone(prep["flags"] | _jail.CLONE_PARENT)
-            except OSError as exc:
-                ours.close()
-                theirs.close()
-                sock.send(json.dumps({"kind": kind, "error": str(exc)}).encode())
-                continue
-            if pid == 0:
-                code = 125
-                try:
-                    sock.close()
-                    ours.close()
-                    code = spare_main(theirs, prep, procs_fds)
-                finally:
-                    os._exit(code)
-            theirs.close()
-            socket.send_fds(sock, [json.dumps({"kind": kind, "pid": pid}).encode()], [ours.fileno()])
-            ours.close()
-
-    def spawn(self, prep: dict, job: dict, fds: list[int]) -> int:
-        """Start a job process of kind ``prep`` with ``job`` (its limits) and ``fds``; its pid (a child of ours).
-
-        Raises:
-            OSError: the kernel refused the clone (EAGAIN...), or spares keep dying.
-            ZygoteDied: the zygote is gone.
-        """
-        kind = json.dumps(prep, sort_keys=True)
-        spares = self.spares.setdefault(kind, collections.deque())
-        self.pending.setdefault(kind, 0)
-        self._collect(block=False)
-        for _ in range(8):
-            while not spares:
-                if not self.pending[kind]:
-                    self._ask(kind)
-                self._collect(block=True)
-            pid, conn = spares.popleft()
-            try:
-                socket.send_fds(conn, [json.dumps(job).encode()], fds)
-            except OSError:  # that spare died (its jail failed): forget it, take another
-                self._drop(pid, conn)
-                continue
-            conn.close()
-            # Without a PID namespace the sweep after each job kills every process of the job uid, spares too.
-            wanted = self.SPARES if prep["flags"] & _jail.CLONE_NEWPID else 0
-            while len(spares) + self.pending[kind] < wanted:
-                self._ask(kind)
-            return pid
-        raise OSError(f"job processes of kind {kind} keep dying before their job")
-
-    def spare_pids(self) -> set[int]:
-        return {pid for spares in self.spares.values() for pid, _ in spares}
-
-    def discard(self) -> None:
-        """End every waiting spare (after a change of settings)."""
-        while any(self.pending.values()):
-            self._collect(block=True)
-        for spares in self.spares.values():
-            while spares:
-                self._drop(*spares.popleft())
-
-    @staticmethod
-    def _drop(pid: int, conn: socket.socket) -> None:
-        conn.close()
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-
-    def _ask(self, kind: str) -> None:
-        try:
-            self.sock.send(kind.encode())
-        except OSError as exc:
-            raise ZygoteDied(str(exc)) from None
-        self.pending[kind] += 1
-
-    def _collect(self, *, block: bool) -> None:
-        """Receive the spares the zygote made (wait for one when ``block``)."""
-        while any(self.pending.values()) and (block or select.select([self.sock], [], [], 0)[0]):
-            try:
-                message, fds, _, _ = socket.recv_fds(self.sock, 1 << 12, 1)
-            except OSError as exc:
-                raise ZygoteDied(str(exc)) from None
-            if not message:
-                raise ZygoteDied("the zygote exited")
-            block = False
-            answer = json.loads(message)
-            self.pending[answer["kind"]] -= 1
-            if "error" in answer:
-                raise OSError(answer["error"])
-            self.spares[answer["kind"]].append((int(answer["pid"]), socket.socket(fileno=fds[0])))
-
-
-class _Proc:
-    """One job process as the server supervises it: its pipes, what came out of them, how it ended."""
-
-    def __init__(self, role: str, pid: int, pipes: dict[str, int], limits: dict[str, int]):
-        self.role, self.pid, self.pipes, self.limits = role, pid, pipes, limits
-        self.pidfd = os.pidfd_open(pid)
-        self.bufs: dict[str, list[bytes]] = {name: [] for name in pipes}
-        self.sizes = dict.fromkeys(pipes, 0)
-        self.status: int | None = None  # wait status once exited
-        self.verdict: str | None = None  # our reason for killing it
-        self.grace_end: float | None = None
-
-    def kill(self, verdict: str | None) -> None:
-        self.verdict = self.verdict or verdict
-        for how in (os.kill, os.killpg):
-            try:
-                how(self.pid, signal.SIGKILL)
-            except OSError:
-                pass
-
-    def output(self, name: str) -> bytes:
-        return b"".join(self.bufs[name])
-
-    @property
-    def ready(self) -> bool:
-        return self.output("status").startswith(_jail.READY)
-
-
 class Server:
     """Runs jobs one at a time; see the module docstring."""
 
-    def __init__(self, base: str, namespaces: bool = True):
+    def __init__(self, base: str, namespaces: bool = True, packages: list[str] | None = None):
         self.base = base
         self.root_user = os.geteuid() == 0
         pid = os.getpid()
@@ -288,14 +85,18 @@ class Server:
                     uid=self.ids["program"][0],
                     gid=self.ids["program"][1],
                     disk_mb=self.disk_mb,
+                    packages=list(packages or []),
                 )
                 errors += setup
                 self.server_ns = not setup
             except OSError as exc:  # half set up: keep what worked, run jobs without the new root
                 errors.append(f"the server's namespaces or new root could not be set up: {exc}")
         self.workdir = _root.JOB_DIR if self.server_ns else os.path.join(base, "job")
+        for folder in sorted({os.path.dirname(p) for p in packages or []}):  # where jobs import them from
+            if folder not in sys.path:
+                sys.path.append(folder)
         procs = {role: self.cgroups.procs_fd(role) for role in _cgroup.ROLES} if self.cgroups else {}
-        self.zygote = Zygote(procs) if _jail.can_clone() else None
+        self.zygote = _zygote.Zygote(procs) if _jail.can_clone() else None
         for fd in procs.values():  # the zygote holds them; a server without one forks children itself (no cgroups)
             os.close(fd)
         self.config = {
@@ -382,7 +183,7 @@ class Server:
                 self.cgroups.set_limit(role, int(job["memory_mb"]))
                 oom_before[role] = self.cgroups.oom_kills(role)
         start = time.monotonic()
-        procs: list[_Proc] = []
+        procs: list[_supervise.Proc] = []
         caller: _caller.Caller | None = None
         try:
             if tests is None:
@@ -413,7 +214,7 @@ class Server:
                 finally:
                     for fd in (*calls, *answers):
                         os.close(fd)
-            self._supervise(procs, start + float(job["timeout"]), caller)
+            _supervise.supervise(procs, start + float(job["timeout"]), caller)
         finally:
             if caller is not None:
                 caller.close()
@@ -432,7 +233,7 @@ class Server:
             result["records"] = caller.records
         return result
 
-    def _spawn(self, role: str, spec: dict, stdin: str, limits: dict, extra: list[int], job: dict) -> _Proc:
+    def _spawn(self, role: str, spec: dict, stdin: str, limits: dict, extra: list[int], job: dict) -> _supervise.Proc:
         """Start one jailed job process: fds 0-4 (stdin, stdout, stderr, status, spec), then ``extra``."""
         stdin_fd = _memfd("stdin", stdin.encode("utf-8", "surrogateescape"))
         spec_fd = _memfd("spec", json.dumps(spec).encode())
@@ -461,7 +262,7 @@ class Server:
             for fd in (stdin_fd, spec_fd, *(w for _, w in pipes)):
                 os.close(fd)
         output_cap = int(job["output_limit"])
-        return _Proc(
+        return _supervise.Proc(
             role,
             pid,
             {"stdout": pipes[0][0], "stderr": pipes[1][0], "status": pipes[2][0]},
@@ -477,98 +278,13 @@ class Server:
             code = 125
             try:
                 ours.close()
-                code = spare_main(theirs, prep, {})
+                code = _zygote.spare_main(theirs, prep, {})
             finally:
                 os._exit(code)
         theirs.close()
         socket.send_fds(ours, [json.dumps(job).encode()], fds)
         ours.close()
         return pid
-
-    def _supervise(self, procs: list[_Proc], deadline: float, caller: _caller.Caller | None = None) -> None:
-        """Collect output until the job is over: the program exits (plain job, or calls made by ``caller``) or the
-        judge does (the program then serves until the judge is done)."""
-        poller = select.poll()
-        owner: dict[int, tuple[_Proc, str | None]] = {}
-        for proc in procs:
-            owner[proc.pidfd] = (proc, None)
-            for name, fd in proc.pipes.items():
-                owner[fd] = (proc, name)
-        for fd in owner:
-            poller.register(fd, select.POLLIN)
-        polled: set[int] = set()  # the caller's channels being polled
-        if caller is not None:
-            poller.register(caller.reply_fd, select.POLLIN)
-            polled.add(caller.reply_fd)
-        primary = procs[-1]
-        open_fds = set(owner)
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                for proc in procs:
-                    if proc.status is None:
-                        proc.kill("timeout")
-                deadline = float("inf")
-            if caller is not None and not caller.closed:
-                caller.on_time(now)
-                if caller.done:  # the program sees the end of its calls and exits
-                    for fd in polled:
-                        poller.unregister(fd)
-                    polled.clear()
-                    caller.close()
-                elif bool(caller.outbox) != (caller.send_fd in polled):
-                    if caller.outbox:
-                        poller.register(caller.send_fd, select.POLLOUT)
-                        polled.add(caller.send_fd)
-                    else:
-                        poller.unregister(caller.send_fd)
-                        polled.discard(caller.send_fd)
-            if primary.status is not None:
-                for proc in procs:
-                    if proc is not primary and proc.status is None:
-                        proc.kill("done")
-            live_pipes = [fd for fd in open_fds if owner[fd][1] is not None] + [
-                fd for fd in polled if caller is not None and fd == caller.reply_fd
-            ]
-            if all(p.status is not None for p in procs):
-                end = max(p.grace_end for p in procs)
-                if not live_pipes or now >= end:
-                    return
-            waits = [deadline] + [p.grace_end for p in procs if p.grace_end is not None]
-            if caller is not None and not caller.closed:
-                waits.append(caller.deadline)
-            timeout_ms = max(0.0, min(waits) - now) * 1000 + 1
-            for fd, _ in poller.poll(min(timeout_ms, 1e9)):
-                if caller is not None and fd == caller.send_fd:
-                    caller.flush()
-                    continue
-                if caller is not None and fd == caller.reply_fd:
-                    chunk = os.read(fd, _READ)
-                    if chunk:
-                        caller.on_data(chunk)
-                    else:
-                        poller.unregister(fd)
-                        polled.discard(fd)
-                        caller.on_eof()
-                    continue
-                proc, name = owner[fd]
-                if name is None:
-                    proc.status = os.waitpid(proc.pid, 0)[1]
-                    proc.grace_end = time.monotonic() + 0.2  # escaped writers (degraded mode) get 200 ms
-                    poller.unregister(fd)
-                    open_fds.discard(fd)
-                    continue
-                chunk = os.read(fd, _READ)
-                if not chunk:
-                    poller.unregister(fd)
-                    open_fds.discard(fd)
-                    continue
-                room = proc.limits[name] - proc.sizes[name]
-                if len(chunk) > room:
-                    chunk = chunk[: max(room, 0)]
-                    proc.kill("output_limit" if name != "status" else "error")
-                proc.bufs[name].append(chunk)
-                proc.sizes[name] += len(chunk)
 
     def _sweep(self, pids: list[int]) -> None:
         """Kill what escaped the job (only possible without a PID namespace) and empty the working directory."""
@@ -594,7 +310,7 @@ class Server:
             if pid == 0:
                 return
             if self.zygote is not None and pid == self.zygote.pid:
-                raise ZygoteDied("the zygote exited")
+                raise _zygote.ZygoteDied("the zygote exited")
 
     def _children_alive(self) -> bool:
         """Whether a child other than the zygote is alive (read from /proc, which degraded mode has)."""
@@ -625,7 +341,7 @@ class Server:
                     os._exit(0)
             os.waitpid(killer, 0)
 
-    def _result(self, procs: list[_Proc], oom: dict[str, bool], duration: float) -> dict:
+    def _result(self, procs: list[_supervise.Proc], oom: dict[str, bool], duration: float) -> dict:
         for proc in procs:
             if not proc.ready:  # the jail never came up: nothing of the job ran, so it cannot be its fault
                 return _infra(f"the {proc.role}'s jail could not be set up", duration)
@@ -708,6 +424,7 @@ def main() -> None:
     _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of degraded-mode jobs come back to be reaped
     base = sys.argv[2]  # argv[1], the slot, only names the process
     namespaces = sys.argv[3] == "1"
+    packages = json.loads(sys.argv[4]) if len(sys.argv) > 4 else []
     control_in, control_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -720,7 +437,7 @@ def main() -> None:
     site.setquit()  # exit() and quit() for programs, as python gives them (this process runs without site)
     site.setcopyright()
     site.sethelper()
-    server = Server(base, namespaces)
+    server = Server(base, namespaces, packages)
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # after the uid_map writes: no same-uid ptrace of the server
     zygote = server.zygote.pid if server.zygote is not None else None
     _wire.write_frame(control_out, {"isolation": server.isolation(), "pid": os.getpid(), "zygote": zygote})

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -61,7 +61,7 @@ class _ServerDied(Exception):
 class _Server:
     """One warm fork-server process, talking length-prefixed JSON over its stdin/stdout."""
 
-    def __init__(self, slot: int, namespaces: bool = True):
+    def __init__(self, slot: int, namespaces: bool = True, packages: Sequence[str] = ()):
         self.lock = threading.Lock()
         _remove_stale_dirs()
         self.base = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-{slot}-")
@@ -75,6 +75,7 @@ class _Server:
                     str(slot),
                     self.base,
                     "1" if namespaces else "0",
+                    json.dumps(list(packages)),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -153,15 +154,15 @@ class Sandbox:
         workers: servers (parallel jobs); default ``os.cpu_count()``.
         namespaces: False skips all namespaces, as on a kernel that refuses them: the degraded mode, for
             testing it. Leave True in production.
+        packages: installed distributions (pip names, e.g. ``("sympy", "mpmath")``: list the dependencies too)
+            that jobs may import; nothing else outside the standard library is visible to them.
 
     >>> with Sandbox(workers=2) as box:
     ...     box.run_python("print(input()[::-1])", "abc").stdout
     'cba\\n'
     """
 
-    def __init__(
-        self, workers: int | None = None, *, namespaces: bool = True
-    ):
+    def __init__(self, workers: int | None = None, *, namespaces: bool = True, packages: Iterable[str] = ()):
         workers = os.cpu_count() or 1 if workers is None else workers
         if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= 1024:
             raise InvalidArgumentError(
@@ -170,6 +171,8 @@ class Sandbox:
             )
         self.workers = workers
         self.namespaces = namespaces
+        self.packages = tuple(sorted(set(packages)))
+        self._package_paths = [path for name in self.packages for path in package_paths(name)]
         self._servers: list[_Server | None] = [None] * workers
         self._start_lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
@@ -263,7 +266,7 @@ class Sandbox:
                         raise SandboxError("this Sandbox is closed: create a new one")
                     if server is not None:
                         server.close()
-                    server = self._servers[slot] = _Server(slot, self.namespaces)
+                    server = self._servers[slot] = _Server(slot, self.namespaces, self._package_paths)
         return server
 
     def _restart(self, slot: int, server: _Server) -> None:
@@ -304,16 +307,47 @@ _default: Sandbox | None = None
 _default_lock = threading.Lock()
 
 
-def default_sandbox(workers: int | None = None) -> Sandbox:
-    """The shared process-wide :class:`Sandbox` (recreated when a different ``workers`` is asked for)."""
+def default_sandbox(workers: int | None = None, packages: Iterable[str] = ()) -> Sandbox:
+    """The shared process-wide :class:`Sandbox`.
+
+    It is recreated when a different ``workers`` is asked for, or packages it does not expose yet (it then exposes
+    every package asked for so far in this process).
+    """
     global _default
     with _default_lock:
         wanted = workers or os.cpu_count() or 1
-        if _default is None or _default._closed or _default.workers != wanted:
+        needed = set(packages) | (set(_default.packages) if _default is not None and not _default._closed else set())
+        if _default is None or _default._closed or _default.workers != wanted or needed != set(_default.packages):
             if _default is not None:
                 _default.close()
-            _default = Sandbox(wanted)
+            _default = Sandbox(wanted, packages=needed)
         return _default
+
+
+def package_paths(name: str) -> list[str]:
+    """The top-level folders and modules an installed distribution put in its site folder (what a job needs to
+    import it).
+
+    Raises:
+        InvalidArgumentError: ``name`` is not an installed distribution.
+    """
+    from importlib import metadata
+
+    try:
+        distribution = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        raise InvalidArgumentError(
+            f"packages: {name!r} is not an installed distribution: pip install {name}, or leave it out"
+        ) from None
+    base = os.path.realpath(str(distribution.locate_file("")))
+    tops = set()
+    for file in distribution.files or []:
+        parts = os.path.normpath(str(file)).split(os.sep)
+        if parts[0] in ("..", "") or parts[0].endswith(".pth"):
+            continue
+        # The site folder's own __pycache__ is shared by every top-level module: only this distribution's files.
+        tops.add(os.path.join(*parts[:2]) if parts[0] == "__pycache__" else parts[0])
+    return sorted(path for path in (os.path.join(base, top) for top in tops) if os.path.exists(path))
 
 
 @atexit.register

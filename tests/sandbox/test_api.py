@@ -142,3 +142,25 @@ def test_dirs_of_killed_hosts_are_removed(monkeypatch: pytest.MonkeyPatch) -> No
     with Sandbox(workers=1) as box:
         box.run_python("pass")
     assert not os.path.exists(stale)
+
+
+def test_packages_asked_for_are_the_only_third_party_code() -> None:
+    from teamgym.errors import InvalidArgumentError
+    from teamgym.sandbox import package_paths
+
+    probe = (
+        "import importlib.util, os\n"
+        "print([n for n in ('sympy', 'mpmath', 'numpy', 'pytest', 'teamgym') if importlib.util.find_spec(n)])\n"
+        "import sympy\n"
+        "print(sorted(os.listdir(os.path.join(os.path.dirname(os.path.dirname(sympy.__file__)), '__pycache__'))))"
+    )
+    with Sandbox(workers=1, packages=("sympy", "mpmath")) as box:
+        result = box.run_python(probe, timeout=10.0)
+        if not box.isolation["new_root"]:
+            pytest.skip("no mount namespace: jobs see every installed package")
+    found, pycache = result.stdout.splitlines()
+    assert eval(found) == ["sympy", "mpmath"]
+    assert all(name.startswith("isympy.") for name in eval(pycache))  # the site folder's __pycache__: sympy's only
+    assert all(os.path.exists(path) for path in package_paths("sympy"))
+    with pytest.raises(InvalidArgumentError, match="not an installed distribution"):
+        package_paths("no-such-distribution-xyz")

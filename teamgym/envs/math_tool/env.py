@@ -59,7 +59,9 @@ Options (keyword-only)
     ``difficulty`` (``None`` = drawn from the seed, or 1-3), ``families`` (``None`` = all, or a subset of
     ``arithmetic``, ``algebra``, ``number_theory``, ``counting``), ``dataset`` (``None`` or a JSONL path),
     ``code_timeout`` (1.0 s wall per program, the sandbox's default: the problems need milliseconds, but raise it
-    if your tool imports sympy, which takes 0.3-0.7 s to load), ``code_memory_mb`` (512), ``format_penalty`` (0.5),
+    if your tool imports sympy, which takes 0.3-0.7 s to load), ``code_memory_mb`` (512), ``code_packages``
+    (``("sympy", "mpmath")``: the installed distributions a tool program may import besides the standard library;
+    the sandbox shows it nothing else), ``format_penalty`` (0.5),
     ``exec_penalty`` (0.25), ``max_prompt_chars`` (16384), ``max_action_chars`` (16384).
 
 Scripted policies
@@ -135,6 +137,7 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
         dataset: str | None = None,
         code_timeout: float = 1.0,
         code_memory_mb: int = 512,
+        code_packages: Sequence[str] = ("sympy", "mpmath"),
         format_penalty: float = 0.5,
         exec_penalty: float = 0.25,
         max_prompt_chars: int = 16_384,
@@ -150,8 +153,14 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
         for name, value in (("format_penalty", format_penalty), ("exec_penalty", exec_penalty)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
                 raise InvalidArgumentError(f"{name}={value!r}: expected a finite float >= 0 (0 turns the term off)")
+        if isinstance(code_packages, str) or not all(isinstance(p, str) for p in code_packages):
+            raise InvalidArgumentError(
+                f"code_packages={code_packages!r}: expected a sequence of installed distribution names, "
+                "e.g. ('sympy', 'mpmath'), or () for the standard library only"
+            )
         self.code_timeout = float(code_timeout)
         self.code_memory_mb = code_memory_mb
+        self.code_packages = tuple(code_packages)
         self.format_penalty = float(format_penalty)
         self.exec_penalty = float(exec_penalty)
 
@@ -193,7 +202,9 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
             return Outcome({"tool": terms}, info={"tool": {"tool_status": "no_code", "tool_answer": None,
                                                            "tool_correct": False}})
         try:
-            result = sandbox.run_python(code, timeout=self.code_timeout, memory_mb=self.code_memory_mb)
+            result = sandbox.run_python(
+                code, timeout=self.code_timeout, memory_mb=self.code_memory_mb, packages=self.code_packages
+            )
             infra_error = result.infra_error or ""
         except SandboxError as err:
             result, infra_error = None, f"sandbox failed: {err}"

@@ -74,10 +74,16 @@ def test_oracle_coder_scores_one_on_every_bundled_stdio_problem_and_buggy_coder_
 
 
 @pytest.mark.slow
-def test_oracle_coder_scores_one_on_all_164_humaneval_problems():
+def test_oracle_coder_scores_one_on_all_164_humaneval_problems_and_buggy_coder_less():
     env = make()
     failures = [p.task_id for p in load_humaneval() if oracle_team(env, p.task_id) != 1.0]
     assert failures == []
+    buggy_full_marks = []
+    for problem in load_humaneval():
+        env.reset(seed=0, options={"task_id": problem.task_id})
+        if scripted_step(env, "buggy")["reward_terms"]["team"] >= 1.0:
+            buggy_full_marks.append(problem.task_id)
+    assert buggy_full_marks == []
 
 
 def run_tester(task_id: str, tests: str, *, coder: str = "buggy", **kwargs) -> dict:

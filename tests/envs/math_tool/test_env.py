@@ -209,3 +209,17 @@ def test_tool_answer_is_the_last_printed_line() -> None:
     assert tool_answer_from_output("work\n\n 3/7 \n\n") == "3/7"
     assert tool_answer_from_output(r"answer: \boxed{5}") == "5"
     assert tool_answer_from_output(" \n") is None
+
+
+def test_tool_programs_may_import_sympy_and_nothing_else_installed():
+    import teamgym
+
+    env = teamgym.make("math_tool-v0", code_timeout=10.0)
+    env.reset(seed=0)
+    program = (
+        "```python\nimport sympy\ntry:\n    import numpy\n    print('numpy')\nexcept ImportError:\n"
+        "    print(sympy.Integer(6) * 7)\n```"
+    )
+    env.step(program)
+    info = env.infos["tool"]
+    assert info["tool_status"] == "ok" and "infra_error" not in info and info["tool_answer"] == "42"
