@@ -47,7 +47,10 @@ def main() -> None:
             overrides = {"algo": algo, "ppo.lr": args.lr, **PAPER_SETTINGS.get(algo, {})}
             results[algo] = [run_main_job(overrides, seed, args.steps, Path(tmp) / f"{algo}-{seed}")
                              for seed in args.seeds]
-            print(f"done: {algo}: {[(r['success'], r['sampled']) for r in results[algo]]}", flush=True)
+            print(f"done: {algo}: " + ", ".join(
+                f"seed {seed}: greedy {r['success']:.3f}, sampled {r['sampled']:.3f}, after the warm start "
+                f"{r['sft']:.3f}, {r['completions']:.0f} completions per step, {r['rl_seconds']:.0f} RL seconds"
+                for seed, r in zip(args.seeds, results[algo])), flush=True)
     print(f"\n{args.steps} RL steps after the warm start, seeds {args.seeds}; mean over seeds (per seed)\n")
     print("| `--algo` | held-out success (greedy) | sampled | completions per step | RL seconds |")
     print("|---|---:|---:|---:|---:|")
