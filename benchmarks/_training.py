@@ -15,7 +15,8 @@ from teamgym.train.metrics import read_metrics
 
 def run_main_job(overrides: dict[str, Any], seed: int, steps: int, output_dir: Path) -> dict[str, Any]:
     """The main job (``teamgym train`` defaults) with ``overrides``: held-out success after the warm start and
-    after RL (greedy and sampled), the mean team term over the last quarter of RL, RL wall seconds, alphas used."""
+    after RL (greedy and sampled), the mean team term over the last quarter of RL, RL wall seconds, completions per
+    RL step, alphas used."""
     config = TrainConfig.from_dict({**overrides, "seed": seed, "steps": steps, "output_dir": str(output_dir),
                                      "progress_bar": False, "plot": False, "checkpoint_every": max(steps, 1)})
     summary = train(config)
@@ -25,6 +26,7 @@ def run_main_job(overrides: dict[str, Any], seed: int, steps: int, output_dir: P
     return {"success": summary["heldout_success_after"], "sampled": summary["heldout_sampled_success_after"],
             "sft": summary["heldout_success_after_sft"], "team_tail": float(np.mean(team)),
             "rl_seconds": float(sum(r["step_seconds"] for r in rows)),
+            "completions": float(np.mean([r["completions"] for r in rows])),
             "picks": Counter(r[k] for r in rows for k in r if k.startswith("alpha/"))}
 
 

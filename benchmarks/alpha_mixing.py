@@ -2,9 +2,10 @@
 
 Every run is the embedded main job (``teamgym train`` defaults: tiny GPT-2, 300 warm-start SFT steps on the scripted
 oracle, then AT-GRPO on ``plan_path-v0`` 4x4 grids, 8 tasks x K = 4 per step) with only the reward mixer changed, so
-all runs spend the same number of completions and updates. The advantages see ``alpha * team + local``; the tree
-still advances on the env's own rewards. Reports held-out success (greedy and sampled, 200 tasks) after RL, the
-mean team term over the last quarter of training, and for the bandit how often it picked each alpha.
+all runs spend the same number of completions and updates. The advantages see ``alpha * team + local`` and the tree
+advances on the same rewards; the bandit's alpha is credited with the team return of the rollout that follows its
+update (docs/training.md). Reports held-out success (greedy and sampled, 200 tasks) after RL, the mean team term
+over the last quarter of training, and for the bandit how often it picked each alpha.
 
     python benchmarks/alpha_mixing.py --seeds 0 1            # 5 mixers x 2 seeds, about 2 minutes a run
     python benchmarks/alpha_mixing.py --steps 10 --seeds 0   # a quick look

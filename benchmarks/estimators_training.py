@@ -1,12 +1,15 @@
-"""Advantage estimators at equal budget: the main job trained with each ``--algo`` the trainer accepts.
+"""Advantage estimators: the main job trained with each ``--algo`` the trainer accepts.
 
 Every run is the embedded main job (``teamgym train`` defaults: tiny GPT-2, 300 warm-start SFT steps on the scripted
-oracle, then 80 RL steps on ``plan_path-v0`` 4x4 grids) with only ``algo`` changed. Tree estimators sample 8 tasks x
-K = 4 candidates per (agent, turn) node; trajectory estimators (GiGPO, the SPO trackers by default) play each of the
-8 tasks ``group_size`` = 4 times with one candidate per node: the same number of completions per step. Reports
-held-out success (greedy and sampled, 200 tasks) after RL and the RL wall time.
+oracle, then 80 RL steps on ``plan_path-v0`` 4x4 grids) with only ``algo`` changed, each estimator fed as its paper
+defines (docs/algorithms.md), and ``dr_grpo`` with its paper's loss (``ppo.aggregation=seq-mean-token-sum-norm``).
+``at_grpo`` samples 8 tasks x K = 4 candidates per (agent, turn) node; the trajectory estimators play each of the 8
+tasks ``group_size`` = 4 times with one candidate per node (the same completions per step); ``treerl`` also
+continues every unchosen candidate to the end (more completions: the table reports them). The SPO trackers draw
+from their task pool. Reports held-out success (greedy and sampled, 200 tasks) after RL, completions per RL step and
+the RL wall time.
 
-    python benchmarks/estimators_training.py --seeds 0 1        # 7 estimators x 2 seeds, about a minute a run
+    python benchmarks/estimators_training.py --seeds 0 1        # 11 estimators x 2 seeds, 1-4 minutes a run
     python benchmarks/estimators_training.py --algos at_grpo gigpo --steps 10 --seeds 0
 """
 
@@ -23,14 +26,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _training import mean_cell, run_main_job, write_json  # noqa: E402
 
 from teamgym.train import TrainConfig  # noqa: E402
+from teamgym.train.estimators import ESTIMATORS  # noqa: E402
 from teamgym.train.update import PPOConfig  # noqa: E402
 
-ALGOS = ["at_grpo", "grpo", "treerl", "gigpo", "team_gigpo", "spo", "spo_per_agent"]
+#: Settings an estimator's paper defines beside its advantage.
+PAPER_SETTINGS = {"dr_grpo": {"ppo.aggregation": "seq-mean-token-sum-norm"}}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algos", nargs="+", default=ALGOS)
+    parser.add_argument("--algos", nargs="+", default=sorted(ESTIMATORS))
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--lr", type=float, default=PPOConfig.lr, help="learning rate of every run")
@@ -39,15 +44,19 @@ def main() -> None:
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for algo in args.algos:
-            results[algo] = [run_main_job({"algo": algo, "ppo.lr": args.lr}, seed, args.steps,
-                                          Path(tmp) / f"{algo}-{seed}") for seed in args.seeds]
-            print(f"done: {algo}: {[(r['success'], r['sampled']) for r in results[algo]]}", flush=True)
+            overrides = {"algo": algo, "ppo.lr": args.lr, **PAPER_SETTINGS.get(algo, {})}
+            results[algo] = [run_main_job(overrides, seed, args.steps, Path(tmp) / f"{algo}-{seed}")
+                             for seed in args.seeds]
+            print(f"done: {algo}: " + ", ".join(
+                f"seed {seed}: greedy {r['success']:.3f}, sampled {r['sampled']:.3f}, after the warm start "
+                f"{r['sft']:.3f}, {r['completions']:.0f} completions per step, {r['rl_seconds']:.0f} RL seconds"
+                for seed, r in zip(args.seeds, results[algo])), flush=True)
     print(f"\n{args.steps} RL steps after the warm start, seeds {args.seeds}; mean over seeds (per seed)\n")
-    print("| `--algo` | held-out success (greedy) | sampled | RL seconds |")
-    print("|---|---:|---:|---:|")
+    print("| `--algo` | held-out success (greedy) | sampled | completions per step | RL seconds |")
+    print("|---|---:|---:|---:|---:|")
     for algo, runs in results.items():
         print(f"| `{algo}` | {mean_cell(runs, 'success')} | {mean_cell(runs, 'sampled')} "
-              f"| {np.mean([r['rl_seconds'] for r in runs]):.0f} |")
+              f"| {np.mean([r['completions'] for r in runs]):.0f} | {np.mean([r['rl_seconds'] for r in runs]):.0f} |")
     print(f"\nafter the warm start (same for every estimator): {[r['sft'] for r in next(iter(results.values()))]}")
     write_json(args.json, results)
 

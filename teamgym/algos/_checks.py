@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["check_values", "check_ids", "check_same_length", "check_positive"]
+__all__ = ["MAX_MAGNITUDE", "check_values", "check_ids", "check_same_length", "check_positive", "check_output"]
+
+#: The largest magnitude an estimator input may have: group statistics square centred values in float64, and
+#: ``(2 * 1e150) ** 2`` summed over a billion rows stays finite, while ``1e308`` overflows a mean of two values.
+MAX_MAGNITUDE = 1e150
 
 
 def check_values(name: str, values: torch.Tensor) -> torch.Tensor:
-    """A 1-D finite floating tensor (integers and bools are promoted to float32)."""
+    """A 1-D finite floating tensor with ``|x| <= MAX_MAGNITUDE`` (integers and bools are promoted to float32)."""
     if not isinstance(values, torch.Tensor):
         raise InvalidArgumentError(
             f"{name} must be a torch.Tensor, got {type(values).__name__}: wrap it with torch.as_tensor(...)"
@@ -23,12 +25,33 @@ def check_values(name: str, values: torch.Tensor) -> torch.Tensor:
         )
     if not values.is_floating_point():
         values = values.to(torch.float32)
-    # one float64 sum is finite iff every value is (NaN/inf propagate); the elementwise check only on failure
-    if not math.isfinite(float(values.sum(dtype=torch.float64))) and not bool(torch.isfinite(values).all()):
-        bad = int((~torch.isfinite(values)).nonzero()[0])
+    # one pass: the largest magnitude is NaN or inf iff some value is; the elementwise search only on failure
+    peak = float(values.abs().max()) if values.numel() else 0.0
+    if not peak <= MAX_MAGNITUDE:
+        if not bool(torch.isfinite(values).all()):
+            bad = int((~torch.isfinite(values)).nonzero()[0])
+            raise InvalidArgumentError(
+                f"{name} must be finite, got {values[bad].item()} at row {bad}: replace NaN/inf rewards before "
+                "computing advantages"
+            )
+        bad = int((values.abs() > MAX_MAGNITUDE).nonzero()[0])
         raise InvalidArgumentError(
-            f"{name} must be finite, got {values[bad].item()} at row {bad}: replace NaN/inf rewards before "
-            "computing advantages"
+            f"{name} holds {values[bad].item():g} at row {bad}, beyond +-{MAX_MAGNITUDE:g}, where float64 group "
+            "statistics overflow: rescale the values (e.g. divide them by their largest magnitude)"
+        )
+    return values
+
+
+def check_output(name: str, values: torch.Tensor) -> torch.Tensor:
+    """``values`` (an estimator's result) unchanged if finite; an error naming the overflow otherwise.
+
+    Finite inputs within :data:`MAX_MAGNITUDE` give finite float64 statistics, but a result cast back to a narrow
+    dtype (float32 rewards near its largest value) can overflow it.
+    """
+    if values.numel() and not bool(torch.isfinite(values).all()):
+        raise InvalidArgumentError(
+            f"{name} overflow {values.dtype} (finite inputs near the largest {values.dtype} value): pass the inputs as "
+            "float64 or rescale them"
         )
     return values
 

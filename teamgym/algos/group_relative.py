@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
+from teamgym.algos._checks import check_ids, check_output, check_positive, check_same_length, check_values
 from teamgym.algos.grouping import Column, combine_codes, group_ids, normalize_in_groups, sparse_group_stats
 from teamgym.algos.registry import register_advantage
 
@@ -68,7 +68,7 @@ def rloo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
     # r_i - (S - r_i)/(G - 1) == G/(G - 1) * (r_i - S/G): one centring pass, one per-group factor
     stats = sparse_group_stats(rewards, group_ids)
     factor = torch.where(stats.count > 1, stats.count / (stats.count - 1).clamp_min(1.0), 0.0)
-    return (stats.centred * factor.index_select(0, stats.inverse)).to(rewards.dtype)
+    return check_output("rloo advantages", (stats.centred * factor.index_select(0, stats.inverse)).to(rewards.dtype))
 
 
 def at_grpo_group_ids(task_ids: Column, agent_ids: Column, turn_ids: Column) -> torch.Tensor:

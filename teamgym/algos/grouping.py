@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from teamgym.algos._checks import check_ids, check_same_length
+from teamgym.algos._checks import check_ids, check_output, check_same_length
 from teamgym.errors import InvalidArgumentError
 
 __all__ = [
@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 # ids within [0, _BINCOUNT_FACTOR * N + _BINCOUNT_SLACK) are compressed with bincount (no sort).
+# A group std at most this fraction of the group mean may be a rounding error of equal values (checked exactly).
+_ROUNDING_SPREAD = 1e-6
 _BINCOUNT_FACTOR = 8
 _BINCOUNT_SLACK = 1 << 16
 
@@ -178,18 +180,30 @@ class GroupStats:
     inverse: torch.Tensor  # (N,) int64
     count: torch.Tensor  # (G,) float64
     mean: torch.Tensor  # (G,) float64
-    std: torch.Tensor  # (G,) float64, Bessel-corrected; 0 for singleton groups
-    centred: torch.Tensor  # (N,) float64, value minus its group mean
+    std: torch.Tensor  # (G,) float64, Bessel-corrected; exactly 0 for singleton and constant groups
+    centred: torch.Tensor  # (N,) float64, value minus its group mean; exactly 0 in constant groups
 
 
 def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
-    """Stats over codes in ``[0, size)``; unused codes get count 0, mean 0, std 0."""
+    """Stats over codes in ``[0, size)``; unused codes get count 0, mean 0, std 0.
+
+    A group whose values are all equal gets centred values and std of exactly 0: its float mean can differ from the
+    value by a rounding error (three 0.7s average to 0.7 - 1e-16), which a division by that std would blow up. Such a
+    spread is far below any real one, so only groups whose std is that small are compared value by value.
+    """
     x = values.to(torch.float64)
     count = torch.bincount(codes, minlength=size).to(torch.float64)
     mean = torch.bincount(codes, weights=x, minlength=size) / count.clamp_min(1.0)
     centred = x - mean.index_select(0, codes)
     sq = torch.bincount(codes, weights=centred * centred, minlength=size)
     std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
+    suspect = (std > 0) & (std <= _ROUNDING_SPREAD * mean.abs())
+    if bool(suspect.any()):
+        member = torch.zeros(size, dtype=torch.float64, device=x.device).index_copy_(0, codes, x)  # any member
+        unequal = (x != member.index_select(0, codes)).to(torch.float64)
+        constant = suspect & (torch.bincount(codes, weights=unequal, minlength=size) == 0)
+        centred = torch.where(constant.index_select(0, codes), 0.0, centred)
+        std = torch.where(constant, 0.0, std)
     return GroupStats(codes, count, mean, std, centred)
 
 
@@ -210,11 +224,12 @@ def sparse_group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
 def normalize_in_groups(
     values: torch.Tensor, ids: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6
 ) -> torch.Tensor:
-    """``(x - mean_g) / (std_g + eps)`` (or ``x - mean_g``) per group; singleton groups give exactly 0."""
+    """``(x - mean_g) / (std_g + eps)`` (or ``x - mean_g``) per group; singleton and constant groups give exactly 0
+    (for any ``eps``, 0 included)."""
     stats = _stats(values, *_radix_codes(check_ids("group_ids", ids)))
     if not scale_by_std:
-        return stats.centred.to(values.dtype)  # singletons: x - x/1 == 0 exactly
-    # singleton and exactly-constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0)
+        return check_output("the advantages", stats.centred.to(values.dtype))
+    # singleton and constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0)
     spread = (stats.count > 1) & (stats.std > 0)
     factor = torch.where(spread, 1.0 / (stats.std + eps), torch.zeros_like(stats.std))
     return (stats.centred * factor.index_select(0, stats.inverse)).to(values.dtype)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from teamgym.algos._checks import check_ids, check_positive, check_same_length, check_values
+from teamgym.algos._checks import check_ids, check_output, check_positive, check_same_length, check_values
 from teamgym.algos.grouping import (
     _bincount_limit,
     _radix_codes,
@@ -79,7 +79,7 @@ def discounted_returns(
         table = table.view(max_length, n_traj)
         for t in range(max_length - 2, -1, -1):
             table[t].add_(table[t + 1], alpha=float(gamma))
-        return table.view(-1).index_select(0, cell).to(rewards.dtype)
+        return check_output("discounted returns", table.view(-1).index_select(0, cell).to(rewards.dtype))
     # very uneven lengths: segmented doubling scan over sorted positions, O(N log max_length)
     seg_end = torch.empty(n, dtype=torch.int64, device=key.device)
     seg_end.scatter_(0, position, block_end.index_select(0, traj))
@@ -92,7 +92,7 @@ def discounted_returns(
         inside = ahead < seg_end
         values = values + factor * values.index_select(0, ahead.clamp_max(n - 1)) * inside
         span, factor = span * 2, factor * factor
-    return values.index_select(0, position).to(rewards.dtype)
+    return check_output("discounted returns", values.index_select(0, position).to(rewards.dtype))
 
 
 def _first_row_of_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
@@ -128,7 +128,7 @@ def _two_level(
         scale_by_std=scale_by_std,
     )
     step_adv = normalize_in_groups(step_returns.to(torch.float64), step_groups, scale_by_std=scale_by_std)
-    return (episode_adv.index_select(0, units) + omega * step_adv).to(episode_returns.dtype)
+    return check_output("advantages", (episode_adv.index_select(0, units) + omega * step_adv).to(episode_returns.dtype))
 
 
 @register_advantage("gigpo")

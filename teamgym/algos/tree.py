@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from teamgym.algos._checks import check_ids, check_same_length, check_values
+from teamgym.algos._checks import check_ids, check_output, check_same_length, check_values
 from teamgym.algos.registry import register_advantage
 from teamgym.errors import InvalidArgumentError
 
@@ -134,4 +134,5 @@ def treerl_advantages(
     if normalize:
         advantage = advantage / torch.sqrt(values.leaf_count)
     advantage = torch.where(is_root, 0.0, advantage)
-    return advantage.to(leaf_rewards.dtype if leaf_rewards.is_floating_point() else torch.float32)
+    return check_output("treerl advantages",
+                        advantage.to(leaf_rewards.dtype if leaf_rewards.is_floating_point() else torch.float32))

@@ -34,6 +34,9 @@ key                        meaning
 ``turn``, ``task_id``      the round index and the task's id
 ``action_flags``           (acting agent) what was done to its action: ``sanitized``, ``clipped``
 ``progress``               (envs that report it) how far the team is towards solving the task, in [0, 1]
+``state_key``              (envs that report it) the env state the agent is about to act on, as text, without the
+                           episode's history (``_state_key``): equal keys, same decision problem; the anchor of
+                           GiGPO's step groups
 ``infra_error``            present and non-empty when the env's infrastructure (the sandbox) failed in this step:
                            the sample is not the model's fault, and a trainer should drop it; every agent's terms
                            for the step are 0
@@ -352,6 +355,9 @@ class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
             }
             if progress is not None:
                 info["progress"] = progress
+            state_key = self._state_key(a)
+            if state_key is not None:
+                info["state_key"] = state_key
             info.update(extra.get(a, {}))
             if summary is not None:
                 info["episode"] = summary

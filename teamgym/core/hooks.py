@@ -72,6 +72,17 @@ class EnvHooks(Generic[TaskT, StateT]):
         """
         return None
 
+    def _state_key(self, agent: str) -> str | None:
+        """The env state ``agent`` is about to act on, as text, or ``None`` if the env does not say.
+
+        Reported as ``infos[agent]["state_key"]`` for every live agent after every reset and step. Two situations
+        with equal keys are the same decision problem for that agent: what the env's state is (a board, a program
+        under test), not how the episode got there (the turn counter, last turn's feedback). Grouping estimators
+        anchor on it (GiGPO's anchor states, arXiv 2505.10978, Sec. 3.2); envs without one are anchored on the
+        agent's whole prompt.
+        """
+        return None
+
     def _episode_extras(self) -> dict[str, Any]:
         """Env-specific entries for the episode summary (numbers, strings, bools)."""
         return {}

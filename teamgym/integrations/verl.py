@@ -174,7 +174,7 @@ class _LoopBody:
             observation, reward, terminated, truncated, info = await asyncio.get_running_loop().run_in_executor(
                 None, view.step, text)
             turn_rewards.append(float(reward))
-            turn_terms.append(dict(info.get("reward_terms", {})))
+            turn_terms.append(dict(info.get("cumulative_reward_terms", {})))  # since its last turn, as the reward
             done = terminated or truncated
             if not done:
                 feedback = self._encode("\n" + observation["prompt"])

@@ -8,7 +8,9 @@ from the batch (:mod:`teamgym.train.columns`); they never see envs.
 
 ``others_terms`` / ``others_rewards`` hold what a candidate's step gave the *other* agents (``plan_path``'s tool
 receives the team term on the planner's step): the trajectory columns credit it to the receiving agent's turns
-(:mod:`teamgym.train.columns`). Rows or constructors without them (older JSONL, external callers) get empty dicts.
+(:mod:`teamgym.train.columns`). ``fork`` links the rows of a continued candidate (``TreeSampling.continue_unchosen``:
+an episode of its own, played on from an unchosen candidate's state) to that candidate. Rows or constructors without
+these columns (older JSONL, external callers) get empty dicts.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from teamgym.errors import InvalidArgumentError
 __all__ = ["AgentTurnBatch", "OPTIONAL_COLUMNS"]
 
 #: Columns a row or a constructor may leave out (each row then holds an empty dict).
-OPTIONAL_COLUMNS = ("others_terms", "others_rewards")
+OPTIONAL_COLUMNS = ("others_terms", "others_rewards", "fork")
 
 
 @dataclass
@@ -54,6 +56,8 @@ class AgentTurnBatch:
             agents that received something (a term or their reward not 0); ``{}`` when none did.
         others_rewards: ``{agent: reward}`` of the same agents (the env's ``rewards[agent]``; the trainer's alpha
             mixer re-mixes them from ``others_terms`` with each receiving agent's alpha).
+        fork: ``{}``, or for the rows of a continued candidate's episode ``{"episode_id", "step", "branch"}``: the
+            candidate it continues (its state is where this episode's first row acted).
     """
 
     episode_id: list[str]
@@ -74,6 +78,7 @@ class AgentTurnBatch:
     infra_error: list[str]
     others_terms: list[dict[str, dict[str, float]]] = field(default_factory=list)
     others_rewards: list[dict[str, float]] = field(default_factory=list)
+    fork: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for name in OPTIONAL_COLUMNS:  # left out by the caller: nothing received on other agents' steps

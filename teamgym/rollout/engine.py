@@ -13,7 +13,12 @@ tree per episode):
    the candidate's step gave the other agents (``others_terms``, ``others_rewards``).
 
 Strategies (``TreeSampling.strategy``): ``"greedy"`` (AT-GRPO), ``"top_m"`` (stochastic advance among the m best),
-``"adaptive"`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only where they disagree). Envs that
+``"adaptive"`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only where they disagree). None of
+them advances on a candidate whose scoring failed (``infra_error``) while a sibling is healthy.
+``TreeSampling.continue_unchosen`` (TreeRL) plays every unchosen candidate that can go on to the end as an episode of
+its own in another slot, one candidate per node, so that every leaf of the tree is a finished episode; its rows'
+``fork`` names the candidate. ``rollout(..., alphas=...)`` scores candidates with the trainer's alphas instead of the
+env's, so that the tree advances on them. Envs that
 use the sandbox can be stepped from a thread pool (``LocalSlots(..., workers=N)``; the sandbox's subprocesses release
 the GIL) or from Ray actors (``RaySlots``): envs live in :class:`~teamgym.rollout.slot.EnvSlot` objects that exchange
 only plain data with the engine, and the engine is given the pool that holds them.
@@ -33,7 +38,7 @@ import time
 from collections import deque
 from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -87,6 +92,8 @@ class RolloutResult:
     Attributes:
         batch: one row per candidate.
         episodes: one summary per episode (the env's ``infos[agent]["episode"]`` plus ``episode_id``).
+        continuations: one summary per continued candidate (``TreeSampling.continue_unchosen``), likewise; not
+            counted in :attr:`success_rate`, which follows the episodes' chosen paths.
         completions: completions generated (the sampling budget spent).
         generate_seconds: wall time inside ``sampler.generate``.
         env_seconds: time in env calls (reset, prompts, expansion with the sandbox, summaries). With ``waves > 1``
@@ -96,6 +103,7 @@ class RolloutResult:
 
     batch: AgentTurnBatch
     episodes: list[dict[str, Any]]
+    continuations: list[dict[str, Any]] = field(default_factory=list)
     completions: int = 0
     generate_seconds: float = 0.0
     env_seconds: float = 0.0
@@ -160,16 +168,21 @@ class RolloutEngine:
 
     # ------------------------------------------------------------------ rollout
     def rollout(self, task_ids: Sequence[Any], *, episode_prefix: str = "ep", tree: TreeSampling | None = None,
-                sampling: SamplingParams | None = None, seeds: Sequence[int] | None = None) -> RolloutResult:
+                sampling: SamplingParams | None = None, seeds: Sequence[int] | None = None,
+                alphas: Mapping[str, float] | None = None) -> RolloutResult:
         """Play one episode per task id (in lockstep) and return every sampled agent-turn.
 
         Args:
             task_ids: one task per episode (passed to ``reset(options={"task_id": ...})``).
-            episode_prefix: episode ids are ``f"{episode_prefix}-{index}"``.
+            episode_prefix: episode ids are ``f"{episode_prefix}-{index}"``; a continued candidate's episode (see
+                ``TreeSampling.continue_unchosen``) is ``f"{episode_prefix}-{index}/{step}.{branch}"``.
             tree, sampling: override the engine's settings for this rollout (e.g. ``k=1`` greedy for evaluation).
             seeds: the env seed of each episode (``reset(seed=...)``). Default: a stable seed per (task, index),
                 so a task drawn twice in one rollout gets two env RNG streams. Pass ``[task_seed(t) for t in
                 task_ids]`` to replay repeats of a task from identical states (GiGPO's trajectory groups).
+            alphas: ``{agent: alpha}``: score every candidate ``alpha[agent] * team + local`` (and what its step paid
+                the other agents, with theirs) instead of the env's own mixing: the tree then advances on these
+                rewards and the rows hold them (the trainer's alpha mixer). ``None``: the env's rewards.
         """
         tree = tree or self.tree
         sampling = sampling or self.sampling
@@ -185,63 +198,84 @@ class RolloutEngine:
         unknown = sorted({a for names in agents for a in names} - set(self.samplers))
         if unknown:
             raise InvalidArgumentError(f"no sampler for agents {unknown}: pass samplers={{agent: sampler}} for each")
+        if alphas is not None:
+            missing = sorted({a for names in agents for a in names} - set(alphas))
+            if missing:
+                raise InvalidArgumentError(f"alphas has no entry for agents {missing}: give one alpha per agent")
         # One draw per rollout; each node's strategy seed derives from it, the episode and the step, so the choice
         # does not depend on the order in which waves reach their nodes.
         base_seed = int(self.rng.integers(2**63))
-        nodes_rows: list[tuple[int, int, list[dict[str, Any]]]] = []  # (step, episode index, the node's rows)
-        episodes: dict[int, dict[str, Any]] = {}
+        play = _Play(task_ids, episode_prefix, tree, base_seed, timing, dict(alphas) if alphas is not None else None)
         waves = min(self.waves, len(task_ids))
-        plays = [self._play(list(range(w, len(task_ids), waves)), task_ids, episode_prefix, tree, base_seed, timing,
-                            nodes_rows, episodes) for w in range(waves)]
+        plays = [self._play(list(range(w, len(task_ids), waves)), play) for w in range(waves)]
         if waves == 1:
             self._drive(plays[0], sampling, timing)
         else:
             self._drive_waves(plays, sampling, timing)
-        nodes_rows.sort(key=lambda node: node[:2])
-        rows = [row for _, _, node in nodes_rows for row in node]
-        success = {e["episode_id"]: bool(e.get("success", False)) for e in episodes.values()}
+        play.nodes_rows.sort(key=lambda node: (node[0], play.order(node[1])))
+        rows = [row for _, _, node in play.nodes_rows for row in node]
+        success = {e["episode_id"]: bool(e.get("success", False)) for e in play.episodes.values()}
         for row in rows:
             row["success"] = success[row["episode_id"]]
+        roots = sorted(i for i in play.episodes if play.is_root(i))
+        forks = sorted((i for i in play.episodes if not play.is_root(i)), key=play.order)
         return RolloutResult(
-            batch=AgentTurnBatch.from_rows(rows), episodes=[episodes[i] for i in sorted(episodes)],
-            completions=int(timing["completions"]), generate_seconds=timing["generate"], env_seconds=timing["env"],
-            total_seconds=time.perf_counter() - start,
+            batch=AgentTurnBatch.from_rows(rows), episodes=[play.episodes[i] for i in roots],
+            continuations=[play.episodes[i] for i in forks], completions=int(timing["completions"]),
+            generate_seconds=timing["generate"], env_seconds=timing["env"], total_seconds=time.perf_counter() - start,
         )
 
     # ------------------------------------------------------------------ internals
-    def _play(self, wave: list[int], task_ids: Sequence[Any], episode_prefix: str, tree: TreeSampling,
-              base_seed: int, timing: dict[str, float], nodes_rows: list[tuple[int, int, list[dict[str, Any]]]],
-              episodes: dict[int, dict[str, Any]]) -> Generator[tuple[list[NodeView], int], list[list[Completion]],
-                                                                None]:
-        """Play the episodes of one wave in lockstep: yields ``(nodes, n)`` and is sent their completions."""
+    def _play(self, wave: list[int], play: _Play) -> Generator[tuple[list[NodeView], list[int]],
+                                                                list[list[Completion]], None]:
+        """Play the episodes of one wave in lockstep: yields ``(nodes, n per node)`` and is sent their completions.
+
+        A continued candidate (``continue_unchosen``) becomes an episode of its own in a new slot, played in this
+        wave from the next step on with one candidate per node.
+        """
+        tree = play.tree
+        continuing = bool(tree.continue_unchosen)
         steps = dict.fromkeys(wave, 0)
         active = list(wave)
         while active:
-            nodes: list[NodeView] = self._env_call(timing, "open_node", [(i, ()) for i in active])
+            nodes: list[NodeView] = self._env_call(play.timing, "open_node", [(i, ()) for i in active])
             first_k = tree.k0 if tree.strategy == "adaptive" else tree.k
-            candidates = yield nodes, first_k
-            seeds = [_node_seed(base_seed, i, steps[i], 0) for i in active]
-            expanded = self._expand(timing, tree, active, candidates, seeds)
+            candidates = yield nodes, [first_k if play.is_root(i) else 1 for i in active]
+            seeds = [_node_seed(play.base_seed, i, steps[i], 0) for i in active]
+            expanded = self._expand(play, active, candidates, seeds)
             if tree.strategy == "adaptive":
-                more = [self.adaptive.extra([s.reward for s in scored]) for scored, _ in expanded]
+                more = [self.adaptive.extra([s.reward for s in scored]) if play.is_root(i) else 0
+                        for i, (scored, _) in zip(active, expanded, strict=True)]
                 for n in sorted({m for m in more if m > 0}):
                     group = [j for j, m in enumerate(more) if m == n]
-                    extra = yield [nodes[j] for j in group], n
-                    seeds = [_node_seed(base_seed, active[j], steps[active[j]], n) for j in group]
-                    results = self._expand(timing, tree, [active[j] for j in group], extra, seeds)
+                    extra = yield [nodes[j] for j in group], [n] * len(group)
+                    seeds = [_node_seed(play.base_seed, active[j], steps[active[j]], n) for j in group]
+                    results = self._expand(play, [active[j] for j in group], extra, seeds)
                     for j, new, (scored, chosen) in zip(group, extra, results, strict=True):
                         candidates[j] = candidates[j] + new
                         expanded[j] = (expanded[j][0] + scored, chosen)
             for j, i in enumerate(active):
                 scored, chosen = expanded[j]
-                nodes_rows.append((steps[i], i, _rows(nodes[j], candidates[j], scored, chosen,
-                                                      f"{episode_prefix}-{i}", task_ids[i], steps[i])))
+                play.nodes_rows.append((steps[i], i, _rows(nodes[j], candidates[j], scored, chosen, play.episode_id(i),
+                                                           play.task_of(i), steps[i], play.forks.get(i, {}))))
+            born: list[int] = []
+            if continuing:
+                roots = [i for i in active if play.is_root(i)]
+                for i, children in zip(roots, self._env_call(play.timing, "unchosen_children",
+                                                             [(i, ()) for i in roots]), strict=True):
+                    for branch, snapshot in children:
+                        child = play.new_slot(i, steps[i], branch)
+                        self.slots.ensure(child + 1)
+                        self._env_call(play.timing, "adopt", [(child, (snapshot,))])
+                        steps[child] = steps[i] + 1
+                        born.append(child)
+            for i in active:
                 steps[i] += 1
-            finished = self._env_call(timing, "done", [(i, ()) for i in active])
+            finished = self._env_call(play.timing, "done", [(i, ()) for i in active])
             ended = [i for i, over in zip(active, finished, strict=True) if over]
-            summaries = self._env_call(timing, "summary", [(i, (f"{episode_prefix}-{i}",)) for i in ended])
-            episodes.update(zip(ended, summaries, strict=True))
-            active = [i for i, over in zip(active, finished, strict=True) if not over]
+            summaries = self._env_call(play.timing, "summary", [(i, (play.episode_id(i),)) for i in ended])
+            play.episodes.update(zip(ended, summaries, strict=True))
+            active = [i for i, over in zip(active, finished, strict=True) if not over] + born
 
     def _drive(self, play: Generator, sampling: SamplingParams, timing: dict[str, float]) -> None:
         """Run one wave in the calling thread: generate, then its env work, in turn."""
@@ -274,23 +308,26 @@ class RolloutEngine:
         timing["env"] += time.perf_counter() - tic
         return out
 
-    def _expand(self, timing: dict[str, float], tree: TreeSampling, slots: Sequence[int],
-                candidates: Sequence[Sequence[Completion]], seeds: Sequence[int]) -> list[tuple[list[Scored], int]]:
+    def _expand(self, play: _Play, slots: Sequence[int], candidates: Sequence[Sequence[Completion]],
+                seeds: Sequence[int]) -> list[tuple[list[Scored], int]]:
         calls = []
+        tree = play.tree
         for i, cands, seed in zip(slots, candidates, seeds, strict=True):
             # The node's own seed travels with the call: the choice is reproducible wherever the slot runs.
-            args = {"seed": seed, "m": tree.top_m, "temperature": tree.top_m_temperature}
-            calls.append((i, ([c.text for c in cands], tree.strategy, args)))
-        return self._env_call(timing, "expand", calls)
+            args = {"seed": seed, "m": tree.top_m, "temperature": tree.top_m_temperature, "alphas": play.alphas,
+                    "keep": bool(tree.continue_unchosen) and play.is_root(i)}
+            strategy = tree.strategy if play.is_root(i) else "greedy"  # a continuation has one candidate per node
+            calls.append((i, ([c.text for c in cands], strategy, args)))
+        return self._env_call(play.timing, "expand", calls)
 
-    def _generate(self, nodes: Sequence[NodeView], n: int, sampling: SamplingParams,
+    def _generate(self, nodes: Sequence[NodeView], counts: Sequence[int], sampling: SamplingParams,
                   timing: dict[str, float]) -> list[list[Completion]]:
-        """``n`` completions per node: one ``generate`` call per distinct sampler object."""
-        by_sampler: dict[int, list[int]] = {}
-        for j, node in enumerate(nodes):
-            by_sampler.setdefault(id(self.samplers[node.agent]), []).append(j)
+        """``counts[j]`` completions for node j: one ``generate`` call per distinct (sampler object, count)."""
+        by_call: dict[tuple[int, int], list[int]] = {}
+        for j, (node, n) in enumerate(zip(nodes, counts, strict=True)):
+            by_call.setdefault((id(self.samplers[node.agent]), n), []).append(j)
         out: list[list[Completion]] = [[] for _ in nodes]
-        for members in by_sampler.values():
+        for (_, n), members in by_call.items():
             sampler = self.samplers[nodes[members[0]].agent]
             tic = time.perf_counter()
             groups = sampler.generate([nodes[j].prompt for j in members], n, sampling)
@@ -301,18 +338,63 @@ class RolloutEngine:
         return out
 
 
+class _Play:
+    """The bookkeeping of one rollout shared by its waves: the episodes' ids, tasks and forks, and what comes out.
+
+    Slots ``0 .. len(task_ids) - 1`` play the rollout's episodes; continued candidates get the next free indices
+    (waves run one at a time on the env thread, so handing them out needs no lock).
+    """
+
+    def __init__(self, task_ids: Sequence[Any], prefix: str, tree: TreeSampling, base_seed: int,
+                 timing: dict[str, float], alphas: dict[str, float] | None):
+        self.task_ids, self.prefix, self.tree, self.base_seed = task_ids, prefix, tree, base_seed
+        self.timing, self.alphas = timing, alphas
+        self.nodes_rows: list[tuple[int, int, list[dict[str, Any]]]] = []  # (step, slot, the node's rows)
+        self.episodes: dict[int, dict[str, Any]] = {}  # slot -> the summary of the episode it played
+        self.forks: dict[int, dict[str, Any]] = {}  # continuation slot -> {"episode_id", "step", "branch"}
+        self.root_of: dict[int, int] = {}  # continuation slot -> the episode slot it was forked from
+        self.next_slot = len(task_ids)
+
+    def is_root(self, slot: int) -> bool:
+        return slot < len(self.task_ids)
+
+    def task_of(self, slot: int) -> Any:
+        return self.task_ids[self.root_of.get(slot, slot)]
+
+    def episode_id(self, slot: int) -> str:
+        if self.is_root(slot):
+            return f"{self.prefix}-{slot}"
+        fork = self.forks[slot]
+        return f"{fork['episode_id']}/{fork['step']}.{fork['branch']}"
+
+    def order(self, slot: int) -> tuple[int, int, int]:
+        """Where a slot's rows go in the batch among a step's rows: the episodes in order, each followed by its
+        continuations by fork (the same at any number of waves, whatever slots they got)."""
+        if self.is_root(slot):
+            return slot, -1, -1
+        fork = self.forks[slot]
+        return self.root_of[slot], fork["step"], fork["branch"]
+
+    def new_slot(self, root: int, step: int, branch: int) -> int:
+        """A slot for the continuation of candidate ``branch`` of ``root``'s node at ``step``."""
+        slot, self.next_slot = self.next_slot, self.next_slot + 1
+        self.root_of[slot] = root
+        self.forks[slot] = {"episode_id": self.episode_id(root), "step": step, "branch": branch}
+        return slot
+
+
 def _rows(node: NodeView, candidates: Sequence[Completion], scored: Sequence[Scored], chosen: int,
-          episode_id: str, task_id: Any, step_index: int) -> list[dict[str, Any]]:
+          episode_id: str, task_id: Any, step_index: int, fork: dict[str, Any]) -> list[dict[str, Any]]:
     return [{
         "episode_id": episode_id, "task_id": task_id, "agent": node.agent, "turn": node.turn, "step": step_index,
         "branch": b, "chosen": b == chosen, "prompt_ids": c.prompt_ids, "completion_ids": c.token_ids,
         "logprobs": c.logprobs, "text": c.text, "reward_terms": s.terms, "rewards": s.reward, "anchor": node.anchor,
         "success": False, "infra_error": s.infra_error, "others_terms": s.others_terms,
-        "others_rewards": s.others_rewards,
+        "others_rewards": s.others_rewards, "fork": dict(fork),
     } for b, (c, s) in enumerate(zip(candidates, scored, strict=True))]
 
 
-def _advance(play: Generator, completions: list[list[Completion]] | None) -> tuple[list[NodeView], int] | None:
+def _advance(play: Generator, completions: list[list[Completion]] | None) -> tuple[list[NodeView], list[int]] | None:
     """Send a wave its completions (``None`` to start it); its next generate request, or ``None`` when it is done."""
     try:
         return play.send(completions)

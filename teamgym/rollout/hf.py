@@ -175,8 +175,13 @@ class HFPolicy:
 
     # ------------------------------------------------------------------ scoring (training)
     def score(self, prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]], *,
-              temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+              temperature: float = 1.0, model: Any = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Log-probs (with gradients) and entropies of each completion token under the current weights.
+
+        Args:
+            prompt_ids, completion_ids: one token-id list each per row.
+            temperature: the sampling temperature the logits are divided by.
+            model: score with this model instead of the policy's own (a frozen reference copy of it).
 
         Returns:
             ``(logprobs, entropy, mask)``, each ``(B, T)`` with ``T`` the longest completion; ``mask`` is 1 on real
@@ -188,7 +193,8 @@ class HFPolicy:
         rows = [list(p) + list(c) for p, c in zip(prompt_ids, completion_ids, strict=True)]
         input_ids, mask = _left_pad(rows, self.pad_id, self.device)
         positions = (mask.cumsum(-1) - 1).clamp_min(0)
-        logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions).logits
+        scorer = self.model if model is None else model
+        logits = scorer(input_ids=input_ids, attention_mask=mask, position_ids=positions).logits
         width = max((len(c) for c in completion_ids), default=0)
         # Left padding puts every completion's last token in the last column: read the last `width` predictions.
         pred = logits[:, -width - 1:-1, :].float() / temperature

@@ -36,6 +36,13 @@ class TreeSampling:
         k0: ``adaptive`` strategy: candidates sampled first at each node.
         k_max: ``adaptive`` strategy: most candidates one node may get by borrowing the budget banked by agreeing
             nodes.
+        continue_unchosen: continue every unchosen candidate to the end of its episode, one candidate per later
+            node, so that every leaf of the sampling tree is a finished episode (TreeRL's EPTree, arXiv 2506.11902:
+            forks completed to the end; here the forks are the nodes' other candidates). An episode of D
+            nodes then costs about ``k*D + (k-1)*D*(D-1)/2`` completions instead of ``k*D``. Candidates whose step
+            ended the episode are finished leaves already, and those whose scoring failed are not continued.
+            ``None`` (default): the trainer's estimator decides (on for ``treerl``, off otherwise); the engine
+            reads ``None`` as off.
     """
 
     k: int = 4
@@ -44,10 +51,14 @@ class TreeSampling:
     top_m_temperature: float = 1.0
     k0: int = 2
     k_max: int = 8
+    continue_unchosen: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("k", "top_m", "k0", "k_max"):
             check_int(f"tree.{name}", getattr(self, name), 1)
+        if self.continue_unchosen is not None and not isinstance(self.continue_unchosen, bool):
+            raise InvalidArgumentError(f"config field tree.continue_unchosen={self.continue_unchosen!r}: expected "
+                                       "true, false or null (the estimator decides)")
         check_choice("tree.strategy", self.strategy, STRATEGIES)
         check_number("tree.top_m_temperature", self.top_m_temperature, low=0.0)
         if self.strategy == "adaptive" and not self.k0 <= self.k <= self.k_max:  # what AdaptiveK needs

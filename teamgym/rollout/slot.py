@@ -21,13 +21,15 @@ import numpy as np
 
 from teamgym.algos import choose_greedy, choose_top_m
 from teamgym.core import TurnBasedTextEnv
+from teamgym.core.rewards import mix
 
 __all__ = ["NodeView", "Scored", "EnvSlot", "SlotPool", "LocalSlots"]
 
 
 @dataclass(frozen=True)
 class NodeView:
-    """What the engine needs to generate at a node: who acts, in which turn, the prompt and the state's anchor."""
+    """What the engine needs to generate at a node: who acts, in which turn, the prompt and the state's anchor (a hash
+    of the env's ``infos[agent]["state_key"]``, or of the whole prompt for envs without one)."""
 
     agent: str
     turn: int
@@ -72,11 +74,14 @@ class EnvSlot:
         self._agent = ""
         self._at_node = False
         self._rewards: list[float] = []  # every branch of the open node, in candidate order
+        self._failed: list[bool] = []  # every branch: whether the infrastructure failed scoring it
         self._snapshots: dict[int, Any] = {}  # branch index -> its child state, for those that can be chosen
         self._scored: dict[int, Scored] = {}  # branch index -> its result, for the branches that were stepped
         self._seen: dict[str, int] = {}  # candidate text -> the first branch stepped with it
-        self._best: tuple[float, int] | None = None  # (reward, -index) of the best branch so far
+        self._best: tuple[bool, float, int] | None = None  # (healthy, reward, -index) of the best branch so far
         self._current = -1  # the branch whose child state the env is in (-1: the node state or none)
+        self._ended: list[bool] = []  # every branch: whether its step ended the episode
+        self._chosen = -1
 
     def reset(self, task_id: Any, seed: int) -> list[str]:
         """Start an episode on ``task_id``; returns the env's agents."""
@@ -91,12 +96,17 @@ class EnvSlot:
         self._agent = agent
         self._at_node = True  # the env has not acted since the snapshot
         self._rewards = []
+        self._failed = []
+        self._ended = []
+        self._chosen = -1
         self._snapshots = {}
         self._scored = {}
         self._seen = {}
         self._best = None
         self._current = -1
-        anchor = hashlib.sha1(env.observe(agent)["prompt"].encode("utf-8")).hexdigest()[:16]
+        state = env.infos.get(agent, {}).get("state_key")  # the env's own state key, else the whole prompt
+        anchor = hashlib.sha1((state if state is not None else env.observe(agent)["prompt"]).encode("utf-8"))
+        anchor = anchor.hexdigest()[:16]
         return NodeView(agent, int(getattr(env, "turn", 0)), self.prompt_formatter(env, agent), anchor)
 
     def expand(self, texts: Sequence[str], strategy: str, choose_args: dict[str, Any]) -> tuple[list[Scored], int]:
@@ -104,11 +114,17 @@ class EnvSlot:
 
         Called again at the same node (adaptive K), the new candidates join the earlier ones and the choice is
         made over all of them. Returns the new candidates' results and the chosen index among all branches.
+        ``choose_args``: the strategy's ``seed``, ``m`` and ``temperature``; ``alphas`` (``{agent: alpha}`` or
+        None): mix each reward ``alpha * team + local`` with these instead of the env's alpha; ``keep``: keep every
+        branch's child state (plain snapshots) for :meth:`unchosen_children`.
 
         The semantics are :func:`teamgym.algos.tree_step`'s (every candidate acts on the node state, never on a
         sibling's result; the env ends in the chosen child's state; greedy takes the first of tied best rewards)
         without the work it does not need:
 
+        * a candidate whose scoring failed for infrastructure reasons (``infra_error``: the sandbox died) is never
+          chosen while another candidate of the node is healthy: its 0 reward says nothing about the action, and
+          advancing on it would steer the episode by an accident (all candidates failed: the rule applies as usual);
         * candidates act from the node state, so the order they act in does not change their results; they act in
           the order 2, 3, ..., K, 1, so that when rewards tie (common: early in training every candidate earns the
           same format penalty) the chosen first candidate acted last and the env is already in its state;
@@ -126,22 +142,26 @@ class EnvSlot:
           repeats itself, and a repeated program then costs no second sandbox run.
         """
         env, agent = self.env, self._agent
+        alphas, keep = choose_args.get("alphas"), bool(choose_args.get("keep"))
         base = len(self._rewards)
         order = list(range(1, len(texts))) + [0] if texts else []
         results: list[Scored | None] = [None] * len(texts)
         self._rewards.extend([math.nan] * len(texts))
+        self._failed.extend([False] * len(texts))
+        self._ended.extend([False] * len(texts))
         for position, j in enumerate(order):
             index = base + j
             last = position == len(order) - 1 and strategy != "adaptive"
             earlier = self._seen.get(texts[j])
             if earlier is not None:
-                reward = self._rewards[earlier]
-                best = self._leads(reward, index)
+                reward, failed = self._rewards[earlier], self._failed[earlier]
+                best = self._leads(reward, index, failed)
                 if not best or earlier in self._snapshots:  # never chosen, or its state is already saved
                     results[j] = _copy(self._scored[earlier])
-                    self._rewards[index] = reward
+                    self._rewards[index], self._failed[index] = reward, failed
+                    self._ended[index] = self._ended[earlier]
                     if best:
-                        self._best = (reward, -index)
+                        self._best = (not failed, reward, -index)
                     if earlier in self._snapshots:
                         self._snapshots[index] = self._snapshots[earlier]
                     continue
@@ -150,34 +170,50 @@ class EnvSlot:
             self._at_node = False
             env.step(texts[j])
             info = env.infos.get(agent, {})
-            reward = float(env.rewards.get(agent, 0.0))
-            others_terms, others_rewards = _others(env, agent)
-            results[j] = Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or ""),
-                                others_terms, others_rewards)
+            terms = dict(info.get("reward_terms", {}))
+            reward = float(env.rewards.get(agent, 0.0)) if alphas is None else mix(terms, alphas[agent])
+            others_terms, others_rewards = _others(env, agent, alphas)
+            results[j] = Scored(reward, terms, str(info.get("infra_error", "") or ""), others_terms, others_rewards)
+            self._ended[index] = self.done()
             self._scored[index] = results[j]
             self._seen.setdefault(texts[j], index)
             self._rewards[index] = reward
+            self._failed[index] = failed = bool(results[j].infra_error)
             self._current = index
-            best = self._leads(reward, index)
+            best = self._leads(reward, index, failed)
             if best:
-                self._best = (reward, -index)
-            if not last and (best or strategy == "top_m"):
+                self._best = (not failed, reward, -index)
+            if keep or (not last and (best or strategy == "top_m")):
                 # The env is restored to the node before the next candidate acts, so this child's objects can be
-                # handed to the snapshot instead of copied (not under adaptive K, which may restore it twice).
-                handoff = self._handoff and strategy != "adaptive"
+                # handed to the snapshot instead of copied (not under adaptive K, which may restore it twice, nor
+                # when kept for a continuation, which another slot restores).
+                handoff = self._handoff and strategy != "adaptive" and not keep
                 self._snapshots[index] = _snapshot(env, handoff=handoff)
                 if handoff:
                     self._current = -1  # the env holds no state of its own until the next restore
-        chosen = _chooser(strategy, choose_args)(self._rewards)
+        chosen = _chooser(strategy, choose_args)(_choice_rewards(self._rewards, self._failed))
         if chosen != self._current:
             _restore(env, self._snapshots[chosen])
             self._current = chosen
+        self._chosen = chosen
         return [r for r in results if r is not None], chosen
 
-    def _leads(self, reward: float, index: int) -> bool:
-        """Whether branch ``index`` with ``reward`` ranks above every branch so far (greedy: the higher reward, then
-        the lower index; a NaN reward always counts, as argmax may pick it)."""
-        return not math.isfinite(reward) or self._best is None or (reward, -index) > self._best
+    def unchosen_children(self) -> list[tuple[int, Any]]:
+        """``(branch, child state)`` of the open node's unchosen branches that can go on: healthy and not ended
+        (after :meth:`expand` with ``keep``); each state restores into any slot of the same env (:meth:`adopt`)."""
+        return [(b, self._snapshots[b]) for b in range(len(self._rewards))
+                if b != self._chosen and not self._failed[b] and not self._ended[b]]
+
+    def adopt(self, snapshot: Any) -> None:
+        """Continue an episode from another slot's child state (:meth:`unchosen_children`)."""
+        _restore(self.env, snapshot)
+        self._at_node = False
+
+    def _leads(self, reward: float, index: int, failed: bool) -> bool:
+        """Whether branch ``index`` with ``reward`` ranks above every branch so far (greedy: a healthy branch above a
+        failed one, then the higher reward, then the lower index; a NaN reward always counts, as argmax may pick
+        it)."""
+        return not math.isfinite(reward) or self._best is None or (not failed, reward, -index) > self._best
 
     def done(self) -> bool:
         env = self.env
@@ -201,8 +237,10 @@ def _copy(scored: Scored) -> Scored:
                   {a: dict(t) for a, t in scored.others_terms.items()}, dict(scored.others_rewards))
 
 
-def _others(env: Any, agent: str) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    """The terms and rewards the step just taken gave every live agent but ``agent``, those that received anything.
+def _others(env: Any, agent: str, alphas: dict[str, float] | None) -> tuple[dict[str, dict[str, float]],
+                                                                          dict[str, float]]:
+    """The terms and rewards the step just taken gave every live agent but ``agent``, those that received anything
+    (rewards mixed with ``alphas`` when given, else the env's).
 
     A terms dict is kept whole (``mix`` needs ``team`` and ``local``) when any of its terms or the reward is not 0.
     """
@@ -214,8 +252,16 @@ def _others(env: Any, agent: str) -> tuple[dict[str, dict[str, float]], dict[str
         received = {name: float(v) for name, v in env.infos.get(other, {}).get("reward_terms", {}).items()}
         reward = float(env.rewards.get(other, 0.0))
         if reward != 0.0 or any(v != 0.0 for v in received.values()):
-            terms[other], rewards[other] = received, reward
+            terms[other] = received
+            rewards[other] = reward if alphas is None else mix(received, alphas[other])
     return terms, rewards
+
+
+def _choice_rewards(rewards: Sequence[float], failed: Sequence[bool]) -> list[float]:
+    """The rewards the strategy chooses by: a failed branch's is -inf while any branch is healthy."""
+    if all(failed) or not any(failed):
+        return list(rewards)
+    return [-math.inf if bad else reward for reward, bad in zip(rewards, failed, strict=True)]
 
 
 def _chooser(strategy: str, args: dict[str, Any]) -> Callable[[Sequence[float]], int]:

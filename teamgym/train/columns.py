@@ -14,8 +14,8 @@ column                      rollouts     what it holds, ``(N,)`` unless said
 ``episode_ids``             both         the row's episode (a trajectory)
 ``task_ids``                both         the row's env task (a trajectory rollout's group: every repeat of a task)
 ``agent_ids``               both         the acting role
-``anchor_ids``              both         (task, anchor): rows of one task whose agent acted on an identical
-                                         observation
+``anchor_ids``              both         (task, anchor): rows of one task whose agent acted on the same env state
+                                         (the env's ``state_key``, else an identical prompt)
 ``steps``                   both         the env step within the episode (int64, not dense)
 ``turns``                   both         the round within the episode (int64, not dense)
 ``success``                 both         the episode's success along its chosen path (bool)
@@ -29,7 +29,7 @@ column                      rollouts     what it holds, ``(N,)`` unless said
 ``agent_step_returns``      trajectory   per agent: ``G_t`` along that agent's own rows, the next own turn one
                                          gamma away
 ``tree_parents``            tree         the sampling forest, ``(N + E,)``: each row's parent, then one virtual root
-                                         per episode (parent -1)
+                                         per sampling tree (parent -1)
 ``tree_leaf_rewards``       tree         ``(N + E,)``: each node's path return (roots hold 0)
 ==========================  ===========  ===========================================================================
 
@@ -57,18 +57,30 @@ planner's step; ``discussion`` pays every agent on the round's last step); the b
 So when every agent that was paid has a row in the episode, the per-agent episode returns sum to the team return,
 and (without an alpha mixer) each equals the env's own ``returns[agent]`` in the episode summary.
 
+**Infrastructure errors** (``infra_error``: the sandbox failed scoring a candidate; its terms are 0, which says
+nothing about the action). The tree never advances on such a candidate while a sibling is healthy
+(:class:`~teamgym.rollout.slot.EnvSlot`), nor continues it. Before any column is built, :func:`usable_rows` drops
+the failed rows, and **whole episodes** whose chosen path holds one (a trajectory rollout's failed row, or a tree
+node whose candidates all failed), with their continuations: their returns, outcome and later states are partly the
+infrastructure's doing, and keeping their other rows would score those rows (and, through the group statistics,
+every row of their group) by it. Dropping only the affected tail would not do: the returns of the rows before it
+would then be cut short. A failed continuation goes with the candidate it continues (an unfinished leaf otherwise).
+A tree node's other candidates stay when one failed: their own-step rewards are intact.
+
 **The sampling forest** (a *tree rollout*): every candidate is a node; its parent is the chosen candidate of the
 closest earlier step of its episode (the one the env advanced with); step-0 candidates hang below one virtual root
-per episode (the initial state), appended after the rows. A node's leaf reward is its **path return**: the
-team-level rewards (as for ``gigpo`` above: what the step paid every agent) of the chosen candidates above it plus
-its own. The last chosen node's path return is the episode's return; an unexpanded candidate's is the return the
-episode would have had if it had stopped right after that candidate. Then ``V(s)`` (TreeRL: the mean leaf reward
-below s) is the mean outcome of the continuations sampled below s, in return units at every depth, and the virtual
-root's value is the episode's mean outcome. Known bias: an unexpanded candidate collects no later rewards, so with
-positive later rewards the expanded (greedy) branch looks better than its siblings, and with negative ones worse;
-with a terminal-only reward (success at the end) an unexpanded candidate counts as a failure, as an unfinished
-response would in TreeRL. (Tree *groups*, AT-GRPO and the other tree estimators, compare the K candidates of a
-node by the acting agent's own reward, as AT-GRPO defines.)
+per sampling tree (the initial state), appended after the rows. With ``TreeSampling.continue_unchosen`` (on for
+``treerl``) every unchosen candidate that did not end its episode is played on to the end as an episode of its own,
+one candidate per node (its rows' ``fork`` names the candidate); that episode's first row hangs below the candidate,
+and the tree is the rollout episode with all its continuations. A node's leaf reward is its **path return**: the
+team-level rewards (as for ``gigpo`` above: what the step paid every agent) of the nodes above it plus its own.
+Every leaf is then the last step of a finished episode (a chosen path's end, a continuation's end, or a candidate
+whose step ended the episode), its path return that episode's return, and ``V(s)`` (TreeRL: the mean leaf reward
+below s) the mean return of the finished episodes sampled through s, in return units at every depth. Without
+continuations (a tree estimator other than ``treerl``) an unchosen candidate is a leaf holding the return the episode
+would have had had it stopped there: the greedy branch collects every later reward, which is why ``treerl`` refuses
+``tree.continue_unchosen=false``. (Tree *groups*, AT-GRPO's, compare the K candidates of a node by the acting agent's
+own reward, as AT-GRPO defines.)
 """
 
 from __future__ import annotations
@@ -92,6 +104,7 @@ __all__ = [
     "credited_rewards",
     "sampling_forest",
     "trajectory_returns",
+    "usable_rows",
 ]
 
 #: Rollout kinds, in order of preference when an estimator can use several.
@@ -183,6 +196,60 @@ _ROW_COLUMNS = {
 }
 
 
+def usable_rows(batch: AgentTurnBatch) -> torch.Tensor:
+    """``(N,)`` bool: the rows training may use, given the infrastructure errors (the rule in the module docstring).
+
+    A row whose scoring failed (``infra_error``) is dropped; so is every row of an episode whose chosen path holds
+    such a row (the env advanced on it: a trajectory rollout's only candidate, or a tree node whose candidates all
+    failed), since that episode's returns and outcome are partly the infrastructure's doing; and with it the
+    continuations forked from it. A broken continuation also takes the candidate it continues with it (left alone,
+    that candidate would be an unfinished leaf of the sampling forest).
+    """
+    failed = [bool(error) for error in batch.infra_error]
+    origins = _fork_origins(batch)
+    broken = {episode for episode, bad, took in zip(batch.episode_id, failed, batch.chosen.tolist(), strict=True)
+              if bad and took}
+    for episode in sorted(origins, key=lambda e: _depth(e, origins)):  # forks after the episodes they fork from
+        if origins[episode]["episode_id"] in broken:
+            broken.add(episode)
+    cut = {_fork_key(origins[episode]) for episode in broken if episode in origins}
+    keys = zip(batch.episode_id, batch.step.tolist(), batch.branch.tolist(), strict=True)
+    return torch.tensor([not bad and key[0] not in broken and key not in cut for key, bad in zip(keys, failed,
+                                                                                                 strict=True)],
+                        dtype=torch.bool)
+
+
+def _fork_origins(batch: AgentTurnBatch) -> dict[str, dict[str, Any]]:
+    """Episode -> the ``fork`` it continues (``{"episode_id", "step", "branch"}``), for continued candidates."""
+    origins: dict[str, dict[str, Any]] = {}
+    for episode, fork in zip(batch.episode_id, batch.fork, strict=True):
+        if fork:
+            origins.setdefault(episode, fork)
+    return origins
+
+
+def _fork_key(fork: Mapping[str, Any]) -> tuple[str, int, int]:
+    return str(fork["episode_id"]), int(fork["step"]), int(fork["branch"])
+
+
+def _depth(episode: str, origins: Mapping[str, Mapping[str, Any]]) -> int:
+    """How many forks lead from a rollout episode to ``episode`` (0 for the episode itself)."""
+    depth = 0
+    while episode in origins:
+        episode, depth = str(origins[episode]["episode_id"]), depth + 1
+        if depth > len(origins):
+            raise InvalidArgumentError(f"the fork links of episode {episode!r} form a cycle: each continued "
+                                       "candidate's episode must fork from an earlier episode")
+    return depth
+
+
+def _tree_of(episode: str, origins: Mapping[str, Mapping[str, Any]]) -> str:
+    """The rollout episode whose sampling tree ``episode`` belongs to (itself, or the one its forks lead to)."""
+    for _ in range(_depth(episode, origins)):
+        episode = str(origins[episode]["episode_id"])
+    return episode
+
+
 def check_trajectory_batch(batch: AgentTurnBatch) -> None:
     """Raise unless every (episode, step) has exactly one row (a trajectory rollout: one candidate per node)."""
     if len(batch) == 0:
@@ -246,27 +313,34 @@ def credited_rewards(batch: AgentTurnBatch, *, per_agent: bool) -> torch.Tensor:
 
 
 def sampling_forest(batch: AgentTurnBatch) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(parents, leaf_rewards)``, each ``(N + E,)``: the N rows, then one virtual root per episode (E episodes).
+    """``(parents, leaf_rewards)``, each ``(N + E,)``: the N rows, then one virtual root per sampling tree (E trees:
+    a rollout episode with its continued candidates' episodes).
 
     See the module docstring for the parent and leaf-reward rules. A row whose earlier chosen candidates were all
-    dropped (infrastructure errors) hangs below its episode's root; ``leaf_rewards`` holds every node's path return
-    (the estimators read it at leaves only; roots hold 0).
+    dropped hangs below its tree's root; ``leaf_rewards`` holds every node's path return (the estimators read it at
+    leaves only; roots hold 0).
     """
     n = len(batch)
-    episodes = list(dict.fromkeys(batch.episode_id))
-    root_of = {episode: n + e for e, episode in enumerate(episodes)}
+    origins = _fork_origins(batch)
+    episodes = sorted(dict.fromkeys(batch.episode_id), key=lambda e: _depth(e, origins))  # stable: forks last
+    trees = list(dict.fromkeys(_tree_of(episode, origins) for episode in batch.episode_id))
+    root_of = {tree: n + t for t, tree in enumerate(trees)}
     rows_of: dict[str, list[int]] = {episode: [] for episode in episodes}
     for i, episode in enumerate(batch.episode_id):
         rows_of[episode].append(i)
-    steps = batch.step.tolist()
+    steps, branches = batch.step.tolist(), batch.branch.tolist()
     chosen = batch.chosen.tolist()
+    row_at = {(batch.episode_id[i], steps[i], branches[i]): i for i in range(n)}
     rewards = credited_rewards(batch, per_agent=False).tolist() if n else []
-    parents = [-1] * (n + len(episodes))
-    path_return = [0.0] * (n + len(episodes))
-    for episode, rows in rows_of.items():
-        parent, above = root_of[episode], 0.0
+    parents = [-1] * (n + len(trees))
+    path_return = [0.0] * (n + len(trees))
+    for episode in episodes:
+        parent, above = root_of[_tree_of(episode, origins)], 0.0
+        forked_at = row_at.get(_fork_key(origins[episode])) if episode in origins else None
+        if forked_at is not None:  # a continued candidate's episode starts in that candidate's state
+            parent, above = forked_at, path_return[forked_at]
         by_step: dict[int, list[int]] = {}
-        for i in rows:
+        for i in rows_of[episode]:
             by_step.setdefault(steps[i], []).append(i)
         for step in sorted(by_step):
             advanced = None

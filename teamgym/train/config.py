@@ -25,7 +25,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +44,10 @@ class TrainConfig:
         env_id: registered env to train on.
         env_kwargs: options for ``teamgym.make`` (merged over the preset's; e.g. ``{"size": 4}``).
         algo: advantage estimator by name (``teamgym.train.estimators.ESTIMATORS``). Tree rollout: ``at_grpo``
-            (default), ``grpo``, ``dr_grpo``, ``rloo``, ``dr_mas``, ``mhgpo`` (groups = tree nodes), ``treerl``
-            (TreeRL on the sampling tree). Trajectory rollout: ``gigpo``, ``team_gigpo``. Either: ``spo``,
+            (default; groups = tree nodes), ``treerl`` (TreeRL on the sampling tree, unchosen candidates continued
+            to the end). Trajectory rollout: ``grpo``, ``dr_grpo``, ``rloo`` (one outcome per trajectory, groups =
+            the task's trajectories), ``dr_mas`` (groups = (task, agent) over every invocation), ``mhgpo`` (groups =
+            (task, agent type), one sample per trajectory), ``gigpo``, ``team_gigpo``. Either: ``spo``,
             ``spo_per_agent`` (SPO value trackers, saved in checkpoints). See docs/training.md, "Estimators".
         rollout: how each step samples: ``auto`` (default: the algo's rollout; trajectory for the SPO trackers),
             ``tree`` (``tasks_per_step`` episodes, ``tree.k`` candidates per node, advance with ``tree.strategy``)
@@ -57,6 +59,12 @@ class TrainConfig:
         seed: seeds the model init, the sampler and the task draws.
         tasks_per_step: tasks drawn per step: one episode each in a tree rollout, ``group_size`` in a trajectory
             rollout.
+        task_pool: the training tasks a run draws from: 0 = every step draws afresh from the whole training range
+            (a procedural env's million ids: a task practically never comes back); N > 0 = a pool of N distinct
+            training ids fixed by the seed, from which every step draws (tasks recur); ``None`` (default) = the
+            algo's need: for the SPO trackers, which keep a baseline per task, ``round(tasks_per_step / (1 -
+            spo_rho))`` (64 by default: a task comes back about once per tracker memory ``1 / (1 - rho)`` steps, as
+            SPO revisits a finite prompt set), else 0. The SFT warm start always draws from the whole range.
         group_size: trajectory rollout: episodes per task (GiGPO's group size G; verl-agent uses 8; default 4 to
             match the tree's K at equal budget). ``gigpo``/``team_gigpo`` need >= 2; SPO works with 1 (its one
             response per prompt).
@@ -128,6 +136,7 @@ class TrainConfig:
     output_dir: str = "runs/plan_path"
     seed: int = 0
     tasks_per_step: int = 8
+    task_pool: int | None = None
     group_size: int = 4
     gamma: float = 0.95
     omega: float = 1.0
@@ -180,6 +189,8 @@ class TrainConfig:
         for name in ("sft_steps", "eval_tasks", "eval_every", "env_workers", "torch_threads", "lora_rank", "seed",
                      "heldout_offset"):
             check_int(name, getattr(self, name), 0)
+        if self.task_pool is not None:
+            check_int("task_pool", self.task_pool, 0)
         check_number("sft_lr", self.sft_lr, low=0.0, inclusive=False)
         _check_alpha(self.alpha)
         check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))
@@ -243,7 +254,7 @@ class TrainConfig:
         Last, because the estimators are imported here: they need torch, and every other check answers without it.
         """
         from teamgym.train.columns import ROLLOUTS
-        from teamgym.train.estimators import make_estimator, rollouts_for, usable_names_text
+        from teamgym.train.estimators import make_estimator, rollouts_for, spec_for, usable_names_text
 
         feeds = rollouts_for(self.algo)
         check_choice("rollout", self.rollout, ("auto", *ROLLOUTS))
@@ -265,11 +276,36 @@ class TrainConfig:
                 "config field spo_reward='success' with rollout='tree': a tree's unchosen candidates have no episode "
                 "outcome of their own: set spo_reward='mixed' (with spo_reward_range) or rollout='trajectory'"
             )
+        if spec_for(self.algo).continue_unchosen and mode == "tree" and self.tree.continue_unchosen is False:
+            raise InvalidArgumentError(
+                f"config field tree.continue_unchosen=False with algo={self.algo!r}: its tree values need every leaf "
+                "to be a finished episode; set tree.continue_unchosen=true or leave it null"
+            )
         if self.ppo.drop_zero_variance and mode != "tree":
             raise InvalidArgumentError(
                 f"config field ppo.drop_zero_variance=True with a {mode} rollout: dynamic sampling drops tree nodes of "
                 "equal rewards; set ppo.drop_zero_variance=False or use a tree estimator"
             )
+
+    @property
+    def tree_sampling(self) -> TreeSampling:
+        """The ``tree`` section this config runs, ``continue_unchosen`` resolved (``None``: the algo's need)."""
+        from teamgym.train.estimators import spec_for
+
+        if self.tree.continue_unchosen is not None:
+            return self.tree
+        return replace(self.tree, continue_unchosen=spec_for(self.algo).continue_unchosen)
+
+    @property
+    def task_pool_size(self) -> int:
+        """The pool of training tasks this config runs with: ``task_pool``, or for ``None`` the algo's need."""
+        from teamgym.train.estimators import spec_for
+
+        if self.task_pool is not None:
+            return self.task_pool
+        if spec_for(self.algo).recurring_tasks:
+            return max(1, round(self.tasks_per_step / (1.0 - self.spo_rho)))
+        return 0
 
     @property
     def rollout_mode(self) -> str:

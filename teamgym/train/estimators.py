@@ -6,6 +6,9 @@ it. Stateless estimators are the pure functions of ``teamgym.algos`` (:class:`Fu
 which parameter is written down per estimator, below); stateful ones keep state across batches and save it in every
 checkpoint (:class:`TrackerEstimator`: SPO's value trackers; learned critics will follow the same protocol).
 
+Each estimator is fed the groups, anchors and rewards its paper defines (docs/algorithms.md, "In the trainer", gives
+each one's equation and source).
+
 **Tree rollout** (K candidates per (agent, step) node, the env advanced with the chosen one):
 
 =================================  ===================================================================================
@@ -14,15 +17,32 @@ checkpoint (:class:`TrackerEstimator`: SPO's value trackers; learned critics wil
 ``at_grpo``                        ``rewards``; ``task_ids`` <- ``episode_ids`` (one tree per episode, so a task drawn
                                    twice gives two trees); ``agent_ids``; ``turn_ids`` <- ``steps`` (an agent that
                                    acted twice in a round gets two groups): the groups are the tree nodes
-``grpo``, ``dr_grpo``, ``rloo``    ``rewards``; ``group_ids`` <- ``node_ids``
-``dr_mas``, ``mhgpo``              ``rewards``; ``group_ids`` <- ``node_ids``; ``agent_ids``
-``treerl``                         ``parents`` <- ``tree_parents``; ``leaf_rewards`` <- ``tree_leaf_rewards``
+``treerl``                         ``parents`` <- ``tree_parents``; ``leaf_rewards`` <- ``tree_leaf_rewards``: the
+                                   sampling forest with every unchosen candidate continued to the end
+                                   (``continue_unchosen``), so that every leaf is a finished episode
 =================================  ===================================================================================
 
-**Trajectory rollout** (each task played ``group_size`` times from the same env seed, one candidate per node):
-``gigpo`` reads ``episode_returns``, ``step_returns``, ``group_ids`` <- ``task_ids``, ``trajectory_ids`` <-
-``episode_ids``, ``anchor_ids``; ``team_gigpo`` the same with the per-agent returns (``agent_episode_returns``,
-``agent_step_returns``) and ``agent_ids``. Both take ``omega`` (GiGPO's step-level weight).
+**Trajectory rollout** (each task played ``group_size`` times from the same env seed, one candidate per node; a
+*unit* is one sample as the estimator's function sees it, broadcast to its rows):
+
+=================================  ===================================================================================
+``--algo``                         parameters <- columns
+=================================  ===================================================================================
+``grpo``, ``dr_grpo``, ``rloo``    one unit per trajectory: ``rewards`` <- ``episode_returns`` (the team's return),
+                                   ``group_ids`` <- ``task_ids``: G responses to one prompt, one outcome each
+``dr_mas``                         every row: ``rewards`` <- ``episode_returns`` (each invocation carries its
+                                   trajectory's reward), ``group_ids`` <- ``task_ids``, ``agent_ids``: statistics per
+                                   (task, agent) over every invocation of the agent
+``mhgpo``                          one unit per (trajectory, agent): ``rewards`` <- ``agent_episode_returns`` (what
+                                   the agent got from the rollout), ``group_ids`` <- ``task_ids``, ``agent_ids``: the
+                                   agent type's samples under one root query
+``gigpo``                          ``episode_returns``, ``step_returns``, ``group_ids`` <- ``task_ids``,
+                                   ``trajectory_ids`` <- ``episode_ids``, ``anchor_ids`` (the env's ``state_key``)
+``team_gigpo``                     the same with ``agent_episode_returns``, ``agent_step_returns`` and ``agent_ids``
+=================================  ===================================================================================
+
+``gigpo`` and ``team_gigpo`` take ``omega`` (GiGPO's step-level weight); with ``omega = 0`` they are ``grpo`` and
+``mhgpo``.
 
 **SPO trackers** (either rollout; trajectory preferred), per batch (SPO, arXiv 2509.13232; verl recipe ``spo/``):
 each row's signal ``r`` in [0, 1] is compared with the tracked baseline ``p`` of its key read **before** the batch's
@@ -35,7 +55,8 @@ prompt, this is SPO's update). Constant forgetting factor ``rho`` (SPO's constan
 name                tracker, key                    batch normalisation
 ==================  ==============================  =============================================================
 ``spo``             ``BetaValueTracker``, the task  over the whole batch (SPO's per-prompt tracker: the prompt is
-                                                    the task an episode starts from)
+                                                    the task an episode starts from; the run draws its tasks from a
+                                                    finite pool, ``task_pool``, so that they come back)
 ``spo_per_agent``   ``PerAgentValueTracker``,       within each agent's rows (Dr.MAS-style); with one agent and one
                     (task, agent, turn)             turn per episode it equals ``spo``
 ==================  ==============================  =============================================================
@@ -55,13 +76,14 @@ local terms under ``mixed``; to track the team's outcome use ``spo_reward="succe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import torch
 
-from teamgym.algos import BetaValueTracker, PerAgentValueTracker, get_advantage
+from teamgym.algos import BetaValueTracker, PerAgentValueTracker, combine_ids, dense_ids, get_advantage
 from teamgym.errors import InvalidArgumentError, RegistrationError, UnknownNameError, check_choice
 from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.train.columns import COLUMNS, ROLLOUTS, Columns, batch_columns
@@ -80,6 +102,7 @@ __all__ = [
     "make_estimator",
     "register_estimator",
     "rollouts_for",
+    "spec_for",
     "usable_names_text",
 ]
 
@@ -115,26 +138,41 @@ class Estimator(Protocol):
 class FunctionEstimator:
     """A pure estimator of ``teamgym.algos`` (stateless), fed the columns its table names.
 
+    With ``units``, the function sees one sample per unit (the rows that agree on every ``units`` column: a
+    trajectory, or one agent's part of it) rather than one per row, as the group-relative papers sample one
+    response per trajectory; each row gets its unit's advantage. The inputs must be constant within a unit (an
+    episode return is); the unit's first row is read.
+
     Attributes:
         name: the registered estimator (``teamgym.algos.get_advantage(name)``).
         rollouts: the rollouts that can feed it.
         inputs: each positional parameter of the function, in order -> the column fed to it.
         knobs: keyword arguments passed as they are (e.g. ``{"omega": 1.0}``).
+        units: the columns whose values make a unit; empty: every row is a sample.
     """
 
     name: str
     rollouts: tuple[str, ...]
     inputs: Mapping[str, str]
     knobs: Mapping[str, float] = field(default_factory=dict)
+    units: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(self.inputs.values()))
+        return tuple(dict.fromkeys((*self.inputs.values(), *self.units)))
 
     def advantages(self, columns: Columns) -> torch.Tensor:
         function = get_advantage(self.name)
-        values = function(*[columns[column] for column in self.inputs.values()], **self.knobs)
-        return values[: columns.rows].to(torch.float32)  # tree_* columns end with the virtual roots
+        if not self.units:
+            values = function(*[columns[column] for column in self.inputs.values()], **self.knobs)
+            return values[: columns.rows].to(torch.float32)  # tree_* columns end with the virtual roots
+        if columns.rows == 0:
+            return torch.zeros(0)
+        unit, count = dense_ids(combine_ids(*[columns[column] for column in self.units]))
+        first = torch.full((count,), columns.rows, dtype=torch.long).scatter_reduce_(
+            0, unit, torch.arange(columns.rows), "amin")  # each unit's first row
+        values = function(*[columns[column].index_select(0, first) for column in self.inputs.values()], **self.knobs)
+        return values.index_select(0, unit).to(torch.float32)
 
     def state_dict(self) -> dict[str, Any]:
         return {}
@@ -233,36 +271,51 @@ class EstimatorSpec:
     Attributes:
         rollouts: the rollouts that can feed it, preferred first (the built estimator's ``rollouts``).
         build: the estimator from the run's config (its knobs: ``omega``, ``spo_*``); a fresh state each call.
+        recurring_tasks: it keeps state per task, so the run's training tasks must come back: the config's
+            ``task_pool`` then defaults to a finite pool (:attr:`TrainConfig.task_pool_size`).
+        continue_unchosen: it needs every leaf of the sampling tree to be a finished episode, so a tree rollout
+            continues the unchosen candidates (``tree.continue_unchosen`` defaults to on).
     """
 
     rollouts: tuple[str, ...]
     build: Callable[[TrainConfig], Estimator]
+    recurring_tasks: bool = False
+    continue_unchosen: bool = False
 
 
-def _function(name: str, rollout: str, knobs: Sequence[str] = (), **inputs: str) -> EstimatorSpec:
-    """The spec of a pure estimator fed ``inputs`` (parameter=column), with the config's ``knobs`` by name."""
+def _function(name: str, rollout: str, knobs: Sequence[str] = (), units: Sequence[str] = (),
+              **inputs: str) -> EstimatorSpec:
+    """The spec of a pure estimator fed ``inputs`` (parameter=column), with the config's ``knobs`` by name, one
+    sample per unit of ``units`` (all rows: none)."""
     return EstimatorSpec((rollout,), lambda config: FunctionEstimator(
-        name, (rollout,), inputs, {knob: getattr(config, knob) for knob in knobs}))
+        name, (rollout,), inputs, {knob: getattr(config, knob) for knob in knobs}, tuple(units)))
 
 
 def _spo(name: str) -> EstimatorSpec:
     return EstimatorSpec(TrackerEstimator.rollouts, lambda config: TrackerEstimator(
-        name, signal=config.spo_reward, reward_range=config.spo_reward_range, rho=config.spo_rho))
+        name, signal=config.spo_reward, reward_range=config.spo_reward_range, rho=config.spo_rho),
+        recurring_tasks=True)
 
 
-_NODES = {"rewards": "rewards", "group_ids": "node_ids"}
 _TRAJECTORIES = {"group_ids": "task_ids", "trajectory_ids": "episode_ids"}
+#: One outcome per trajectory, compared among the trajectories of its task (GRPO, Dr.GRPO, RLOO as their papers
+#: sample: G complete responses to one prompt, one scalar reward each).
+_OUTCOMES = {"units": ("episode_ids",), "rewards": "episode_returns", "group_ids": "task_ids"}
 
-#: Every estimator the trainer can run, by ``--algo`` name.
+#: Every estimator the trainer can run, by ``--algo`` name (the module docstring says what each is fed and why).
 ESTIMATORS: dict[str, EstimatorSpec] = {
     "at_grpo": _function("at_grpo", "tree", rewards="rewards", task_ids="episode_ids", agent_ids="agent_ids",
                          turn_ids="steps"),
-    "grpo": _function("grpo", "tree", **_NODES),
-    "dr_grpo": _function("dr_grpo", "tree", **_NODES),
-    "rloo": _function("rloo", "tree", **_NODES),
-    "dr_mas": _function("dr_mas", "tree", **_NODES, agent_ids="agent_ids"),
-    "mhgpo": _function("mhgpo", "tree", **_NODES, agent_ids="agent_ids"),
-    "treerl": _function("treerl", "tree", parents="tree_parents", leaf_rewards="tree_leaf_rewards"),
+    "grpo": _function("grpo", "trajectory", **_OUTCOMES),
+    "dr_grpo": _function("dr_grpo", "trajectory", **_OUTCOMES),
+    "rloo": _function("rloo", "trajectory", **_OUTCOMES),
+    "dr_mas": _function("dr_mas", "trajectory", rewards="episode_returns", group_ids="task_ids",
+                        agent_ids="agent_ids"),
+    "mhgpo": _function("mhgpo", "trajectory", units=("episode_ids", "agent_ids"), rewards="agent_episode_returns",
+                       group_ids="task_ids", agent_ids="agent_ids"),
+    "treerl": dataclasses.replace(
+        _function("treerl", "tree", parents="tree_parents", leaf_rewards="tree_leaf_rewards"),
+        continue_unchosen=True),
     "gigpo": _function("gigpo", "trajectory", ("omega",), episode_returns="episode_returns",
                        step_returns="step_returns", **_TRAJECTORIES, anchor_ids="anchor_ids"),
     "team_gigpo": _function("team_gigpo", "trajectory", ("omega",), episode_returns="agent_episode_returns",
@@ -284,8 +337,7 @@ def register_estimator(name: str, spec: EstimatorSpec, *, overwrite: bool = Fals
 
 def make_estimator(config: TrainConfig) -> Estimator:
     """The estimator ``config.algo`` names, built with the config's knobs, in its initial state."""
-    rollouts_for(config.algo)  # refuses an unknown name
-    spec = ESTIMATORS[config.algo]
+    spec = spec_for(config.algo)
     estimator = spec.build(config)
     unfed = [(name, rollout) for rollout in estimator.rollouts for name in estimator.columns
              if rollout not in COLUMNS.get(name, ())]
@@ -293,13 +345,17 @@ def make_estimator(config: TrainConfig) -> Estimator:
     return estimator
 
 
-def rollouts_for(name: str) -> tuple[str, ...]:
-    """The rollouts that can feed the estimator ``name``, preferred first; an unknown name is refused with the list
-    of usable ones."""
+def spec_for(name: str) -> EstimatorSpec:
+    """The spec of the estimator ``name``; an unknown name is refused with the list of usable ones."""
     if name not in ESTIMATORS:
         raise UnknownNameError(str(name), "advantage estimator (config field 'algo')", ESTIMATORS,
                                hint=f"Usable estimators (rollout): {usable_names_text()}.")
-    return ESTIMATORS[name].rollouts
+    return ESTIMATORS[name]
+
+
+def rollouts_for(name: str) -> tuple[str, ...]:
+    """The rollouts that can feed the estimator ``name``, preferred first (an unknown name is refused)."""
+    return spec_for(name).rollouts
 
 
 def usable_names_text(rollout: str | None = None) -> str:

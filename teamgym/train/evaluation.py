@@ -1,8 +1,8 @@
 """A run's tasks (training draws and held-out ids) and held-out evaluation.
 
 Procedural envs train on ids below ``heldout_offset`` and evaluate on ``heldout_offset + i``; a finite dataset holds
-out its last ``eval_tasks`` ids. Each step's training tasks are a function of ``(seed, step)`` alone, so a resumed
-run draws the same ones.
+out its last ``eval_tasks`` ids. A run may train on a finite pool of those ids (``task_pool``), fixed by the seed.
+Each step's training tasks are a function of ``(seed, step)`` alone, so a resumed run draws the same ones.
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ class TaskSplit:
         task_ids: the env's ``task_ids()``: a finite dataset's ids, or ``None`` for procedural tasks.
         eval_tasks: held-out tasks.
         heldout_offset: procedural envs: held-out ids start here; training draws ids below it.
-        seed: the run's seed (with the step, it fixes each step's tasks).
+        seed: the run's seed (with the step, it fixes each step's tasks and the pool).
+        pool: > 0: every step draws from a pool of this many distinct training ids (all of a smaller dataset's).
     """
 
-    def __init__(self, task_ids: Sequence[Any] | None, *, eval_tasks: int, heldout_offset: int, seed: int):
+    def __init__(self, task_ids: Sequence[Any] | None, *, eval_tasks: int, heldout_offset: int, seed: int,
+                 pool: int = 0):
         self.eval_tasks, self.heldout_offset, self.seed = eval_tasks, heldout_offset, seed
         self.train_ids: list[Any] | None = None
         self.heldout_ids: list[Any] = [heldout_offset + i for i in range(eval_tasks)]
@@ -47,10 +49,22 @@ class TaskSplit:
                 )
             cut = len(ids) - eval_tasks
             self.train_ids, self.heldout_ids = ids[:cut], ids[cut:]
+        self.pool: list[Any] | None = None
+        if pool > 0:
+            rng = np.random.default_rng([seed, 2**31 - 2])
+            if self.train_ids is None:
+                self.pool = [int(t) for t in rng.choice(heldout_offset, min(pool, heldout_offset), replace=False)]
+            else:
+                picked = rng.choice(len(self.train_ids), min(pool, len(self.train_ids)), replace=False)
+                self.pool = [self.train_ids[int(i)] for i in picked]
 
     def for_step(self, step: int, count: int) -> list[Any]:
-        """The ``count`` training tasks of ``step`` (a function of the seed and the step only)."""
-        return self.draw(np.random.default_rng([self.seed, step]), count)
+        """The ``count`` training tasks of ``step`` (a function of the seed and the step only), from the pool if the
+        run has one."""
+        rng = np.random.default_rng([self.seed, step])
+        if self.pool is not None:
+            return [self.pool[int(i)] for i in rng.integers(0, len(self.pool), count)]
+        return self.draw(rng, count)
 
     def draw(self, rng: np.random.Generator, count: int) -> list[Any]:
         """``count`` training task ids drawn with ``rng`` (with replacement)."""

@@ -79,6 +79,8 @@ def step_metrics(step: int, result: RolloutResult, advantages: torch.Tensor, sta
                 "generate_time_share": result.generate_seconds / max(seconds, 1e-9),
                 "update_time_share": update_seconds / max(seconds, 1e-9),
                 "step_seconds": seconds, "dropped_infra_rows": dropped})
+    if stats.kl_reference is not None:
+        row["kl_reference"] = stats.kl_reference
     return row
 
 

@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
 from teamgym.rollout.settings import BACKENDS
 
-__all__ = ["AGGREGATIONS", "PPOConfig", "SamplingConfig"]
+__all__ = ["AGGREGATIONS", "KL_REFERENCES", "PPOConfig", "SamplingConfig"]
 
 #: The loss aggregations of ``teamgym.algos.aggregate``, spelled here so that the config loads without torch (a test
 #: keeps the two equal).
 AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+
+#: What the KL term is taken against (``ppo.kl_reference``).
+KL_REFERENCES = ("sampler", "reference")
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,15 @@ class PPOConfig:
         clip_low: PPO lower clip (0.2).
         clip_high: PPO upper clip (0.2 PPO; 0.28 DAPO clip-higher).
         dual_clip: dual-clip bound for negative advantages (AT-GRPO: 3.0; None disables).
-        aggregation: loss aggregation: ``token-mean`` | ``seq-mean-token-mean`` | ``seq-mean-token-sum-norm``.
-        kl_coef: weight of the k3 KL to the sampling policy's logprobs (0 = none, as AT-GRPO and DAPO).
+        aggregation: loss aggregation of every loss term: ``token-mean`` (DAPO) | ``seq-mean-token-mean`` (GRPO) |
+            ``seq-mean-token-sum-norm`` (Dr.GRPO: each sequence's token sum divided by the completion budget, a
+            constant). The loss is the same whatever ``micro_batch_size``.
+        kl_coef: weight of the k3 KL term (0 = none, as AT-GRPO and DAPO; GRPO: 0.04 with ``kl_reference=
+            "reference"``).
+        kl_reference: what the KL is taken against: ``sampler`` (the logprobs the rollout was sampled with: a
+            trust-region penalty whose gradient is 0 on-policy, i.e. in the first epoch) or ``reference`` (GRPO's
+            ``KL(pi_theta || pi_ref)``: a frozen copy of each model as RL starts, after the warm start, or the base
+            model with its LoRA adapters disabled; :mod:`teamgym.train.reference`).
         entropy_coef: entropy bonus weight (0 = none).
         max_grad_norm: gradient clipping norm (also of the SFT warm start).
         drop_zero_variance: DAPO dynamic sampling: drop tree nodes whose rewards are all equal (they carry no
@@ -74,6 +84,7 @@ class PPOConfig:
     dual_clip: float | None = 3.0
     aggregation: str = "token-mean"
     kl_coef: float = 0.0
+    kl_reference: str = "sampler"
     entropy_coef: float = 0.0
     max_grad_norm: float = 1.0
     drop_zero_variance: bool = False
@@ -93,6 +104,7 @@ class PPOConfig:
             raise InvalidArgumentError(f"config field ppo.dual_clip={self.dual_clip!r}: expected a float > 1 "
                                        "(AT-GRPO: 3.0) or None")
         check_choice("ppo.aggregation", self.aggregation, AGGREGATIONS)
+        check_choice("ppo.kl_reference", self.kl_reference, KL_REFERENCES)
         if not isinstance(self.role_lr, dict):
             raise InvalidArgumentError(f"config field ppo.role_lr={self.role_lr!r}: expected a dict of role -> lr")
         for role, value in self.role_lr.items():

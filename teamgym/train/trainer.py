@@ -40,12 +40,14 @@ from teamgym.rollout.sampling import SamplingParams
 from teamgym.rollout.slot import LocalSlots
 from teamgym.train.alpha import TrainingAlpha
 from teamgym.train.checkpoint import load_latest_checkpoint, save_checkpoint
+from teamgym.train.columns import usable_rows
 from teamgym.train.config import TrainConfig
 from teamgym.train.estimators import estimate, make_estimator
 from teamgym.train.evaluation import TaskSplit, evaluate
 from teamgym.train.metrics import MetricsLogger, plot_learning_curves, step_metrics
 from teamgym.train.policies import build_optimizers, build_policies
 from teamgym.train.presets import get_preset
+from teamgym.train.reference import ReferencePolicies
 from teamgym.train.run_dir import SUMMARY_FILE, check_run_dir, finished_summary
 from teamgym.train.sft import collect_demonstrations, sft_step
 from teamgym.train.update import policy_update
@@ -76,7 +78,7 @@ class Trainer:
         probe = self._env_fn()  # fails now, naming a bad env option, not mid-run
         self.roles = list(probe.possible_agents)
         self.tasks = TaskSplit(probe.task_ids(), eval_tasks=config.eval_tasks, heldout_offset=config.heldout_offset,
-                               seed=config.seed)
+                               seed=config.seed, pool=config.task_pool_size)
         probe.close()
         torch.manual_seed(config.seed)
         random.seed(config.seed)
@@ -91,13 +93,14 @@ class Trainer:
         self.samplers = Samplers(self.policies, config.sampling.backend, model=config.model, device=config.device,
                                  seed=config.seed, vllm=config.vllm)
         slots = LocalSlots(self._env_fn, self.preset.prompt, workers=config.env_workers)
-        self.engine = RolloutEngine(slots, self.samplers.by_role, tree=config.tree, seed=config.seed,
+        self.engine = RolloutEngine(slots, self.samplers.by_role, tree=config.tree_sampling, seed=config.seed,
                                     sampling=SamplingParams(temperature=config.sampling.temperature,
                                                             max_tokens=self.max_tokens),
                                     waves=config.rollout_waves)
         self.alpha = TrainingAlpha(config.alpha, self.roles, seed=config.seed)
         self.rollout_mode = config.rollout_mode
         self.estimator = make_estimator(config)
+        self.reference: ReferencePolicies | None = None  # built as RL starts (ppo.kl_reference="reference")
         self.step = 0
         self.evals: dict[str, float] = {}
         self.sft_done = False
@@ -124,6 +127,7 @@ class Trainer:
             "engine": self.engine.state_dict(),
             "mixer": self.alpha.state_dict(),
             "estimator": self.estimator.state_dict(),
+            "reference": self.reference.state_dict() if self.reference is not None else None,
             "torch_rng": torch.get_rng_state(),
             "python_random": random.getstate(),
             "evals": dict(self.evals),
@@ -146,6 +150,9 @@ class Trainer:
         self.alpha.load_state_dict(state.get("mixer"))
         if state.get("estimator"):
             self.estimator.load_state_dict(state["estimator"])
+        if self.config.ppo.kl_reference == "reference":
+            self.reference = ReferencePolicies(self.policies)
+            self.reference.load_state_dict(state.get("reference") or {})
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_random"])
         self.step = int(state["step"])
@@ -248,6 +255,8 @@ class Trainer:
             self.samplers.sync()
             after_sft = self.evaluate(f"after {c.sft_steps} SFT steps")
             self.evals.update({"after_sft": after_sft["success"], "after_sft_sampled": after_sft["sampled_success"]})
+        if c.ppo.kl_reference == "reference":
+            self.reference = ReferencePolicies(self.policies)
         self.sft_done = True
         self._checkpoint()
 
@@ -279,9 +288,9 @@ class Trainer:
         tic = time.perf_counter()
         result = self._rollout()
         batch = result.batch
-        usable = torch.tensor([not e for e in batch.infra_error], dtype=torch.bool)
+        usable = usable_rows(batch)
         train_batch = batch.select(usable)
-        alphas = self.alpha.apply(train_batch)
+        alphas, payoff = self.alpha.apply(train_batch, result.episodes, credit=self.step > 0)
         advantages = estimate(self.estimator, train_batch, rollout=self.rollout_mode, gamma=c.gamma)
         keep = torch.ones(len(train_batch), dtype=torch.bool)
         if c.ppo.drop_zero_variance:
@@ -294,13 +303,16 @@ class Trainer:
         stats = None
         for _ in range(c.ppo.epochs):
             stats = policy_update(train_batch, advantages, self.policies, self.optimizers, ppo=c.ppo,
-                                  temperature=c.sampling.temperature)
+                                  temperature=c.sampling.temperature, norm_length=self.max_tokens,
+                                  reference=self.reference)
         self.samplers.sync()
         update_seconds = time.perf_counter() - update_tic
         row = step_metrics(self.step, result, advantages, stats, rollout=self.rollout_mode, gamma=c.gamma,
                            seconds=time.perf_counter() - tic, update_seconds=update_seconds,
                            dropped=int(usable.numel() - usable.sum()))
         row.update({f"alpha/{agent}": value for agent, value in alphas.items()})
+        if payoff is not None:
+            row["alpha_payoff"] = payoff
         return row
 
     def _save_batch(
@@ -328,11 +340,12 @@ class Trainer:
     def _rollout(self) -> RolloutResult:
         """This step's rollout: a tree over the step's tasks, or ``group_size`` trajectories of each task."""
         tasks = self.task_ids(self.step)
+        alphas = self.alpha.rollout_alphas()  # the tree advances on the alphas in force
         if self.rollout_mode == "tree":
-            return self.engine.rollout(tasks, episode_prefix=f"s{self.step}")
+            return self.engine.rollout(tasks, episode_prefix=f"s{self.step}", alphas=alphas)
         repeated = [t for t in tasks for _ in range(self.config.group_size)]
         return self.engine.rollout(repeated, episode_prefix=f"s{self.step}", tree=TreeSampling(k=1),
-                                   seeds=[task_seed(t) for t in repeated])
+                                   seeds=[task_seed(t) for t in repeated], alphas=alphas)
 
     def _finish(self) -> dict[str, Any]:
         final = self.evaluate(f"after {self.step} {self.config.algo} steps")

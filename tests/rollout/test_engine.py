@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 from functools import partial
 
@@ -11,6 +12,7 @@ import torch
 
 import teamgym
 from teamgym.algos import at_grpo, choose_greedy, grpo, tree_step
+from teamgym.core.rewards import mix
 from teamgym.errors import InvalidArgumentError
 from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeSampling, default_prompt, task_seed
 from teamgym.rollout.slot import EnvSlot, LocalSlots, Scored, _chooser, _restore, _snapshot
@@ -203,21 +205,26 @@ def test_batch_select_concat_jsonl_roundtrip(tmp_path):
 
 
 class ReferenceSlot(EnvSlot):
-    """The slot as :func:`tree_step` states it: restore before every candidate, snapshot after every one."""
+    """The slot as :func:`tree_step` states it: restore before every candidate, snapshot after every one; a branch
+    whose scoring failed (``infra_error``) is chosen only when every branch failed."""
 
     def open_node(self):
-        self._reference_branches = []
+        self._reference_branches, self._reference_failed, self._reference_ended = [], [], []
         return super().open_node()
 
     def expand(self, texts, strategy, choose_args):
         env, agent = self.env, self._agent
         results = []
 
+        alphas = choose_args.get("alphas")
+
         def act(text):
             env.step(text)
             info = env.infos.get(agent, {})
-            reward = float(env.rewards.get(agent, 0.0))
-            others = {a: (dict(env.infos[a]["reward_terms"]), float(env.rewards[a])) for a in env.agents if a != agent}
+            reward = float(env.rewards.get(agent, 0.0)) if alphas is None else mix(info["reward_terms"], alphas[agent])
+            self._reference_ended.append(self.done())
+            others = {a: (dict(env.infos[a]["reward_terms"]), float(env.rewards[a]) if alphas is None else
+                          mix(env.infos[a]["reward_terms"], alphas[a])) for a in env.agents if a != agent}
             received = {a: v for a, v in others.items() if v[1] != 0.0 or any(t != 0.0 for t in v[0].values())}
             results.append(Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or ""),
                                   {a: v[0] for a, v in received.items()}, {a: v[1] for a, v in received.items()}))
@@ -226,9 +233,18 @@ class ReferenceSlot(EnvSlot):
         step = tree_step(self._state, list(texts), restore=partial(_restore, env), act=act,
                          take_snapshot=partial(_snapshot, env), choose=choose_greedy)
         self._reference_branches.extend(step.branches)
-        chosen = _chooser(strategy, choose_args)([b.reward for b in self._reference_branches])
+        self._reference_failed.extend(bool(result.infra_error) for result in results)
+        healthy = [b.reward if not bad else -math.inf for b, bad in zip(self._reference_branches,
+                                                                       self._reference_failed, strict=True)]
+        rewards = healthy if any(math.isfinite(r) for r in healthy) else [b.reward for b in self._reference_branches]
+        chosen = _chooser(strategy, choose_args)(rewards)  # a failed branch only when every branch failed
         _restore(env, self._reference_branches[chosen].snapshot)
+        self._reference_chosen = chosen
         return results, chosen
+
+    def unchosen_children(self):
+        return [(b, branch.snapshot) for b, branch in enumerate(self._reference_branches)
+                if b != self._reference_chosen and not self._reference_failed[b] and not self._reference_ended[b]]
 
 
 class ReferenceSlots(LocalSlots):

@@ -21,8 +21,8 @@ from tests.train.test_columns import random_trajectory_batch
 #: tally-v0's mixed rewards: team in {-1, 0, 1} plus format in {-0.5, 0}.
 TALLY_RANGE = [-1.5, 1.0]
 #: The estimators docs/training.md lists per rollout.
-TREE_ESTIMATORS = ("at_grpo", "grpo", "dr_grpo", "rloo", "dr_mas", "mhgpo", "treerl")
-TRAJECTORY_ESTIMATORS = ("gigpo", "team_gigpo")
+TREE_ESTIMATORS = ("at_grpo", "treerl")
+TRAJECTORY_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "dr_mas", "mhgpo", "gigpo", "team_gigpo")
 
 
 @pytest.fixture(autouse=True)
@@ -87,10 +87,27 @@ def test_trajectory_rollout_groups_trajectories_of_a_task_and_never_mixes_tasks(
     assert len(set(columns["anchor_ids"].tolist())) < len(batch)  # identical states recur: step groups exist
 
 
+@pytest.mark.parametrize("algo", sorted(ESTIMATORS))
+def test_the_cli_trains_every_registered_estimator_two_steps_on_the_main_job(tmp_path, algo, capsys):
+    """`teamgym train --algo X --steps 2` for every registered X, on the main job's env at a tiny size."""
+    from teamgym import cli
+
+    output = tmp_path / algo
+    status = cli.main(["train", "--algo", algo, "--steps", "2", "--output-dir", str(output), "--sft-steps", "0",
+                       "--eval-tasks", "2", "--tasks-per-step", "2", "--tree-k", "2", "--group-size", "2",
+                       "--n-layer", "1", "--n-embd", "16", "--n-head", "1", "--sampling-max-new-tokens", "6",
+                       "--no-progress", "--no-plot"])
+    assert status == 0, capsys.readouterr().err
+    rows = read_metrics(output)
+    assert [r["step"] for r in rows] == [0, 1] and all(math.isfinite(r["loss"]) for r in rows)
+    assert f"after 2 {algo} steps" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("algo", "extra", "rollout"),
     [("gigpo", {}, "trajectory"), ("team_gigpo", {}, "trajectory"), ("treerl", {}, "tree"),
-     ("spo", {}, "trajectory"), ("spo_per_agent", {}, "trajectory"),
+     ("spo", {}, "trajectory"), ("spo_per_agent", {}, "trajectory"), ("spo", {"group_size": 1}, "trajectory"),
+     ("dr_mas", {}, "trajectory"), ("mhgpo", {}, "trajectory"),
      ("spo_per_agent", {"rollout": "tree", "spo_reward": "mixed", "spo_reward_range": TALLY_RANGE}, "tree"),
      ("spo", {"rollout": "tree", "k": 1, "spo_reward": "mixed", "spo_reward_range": TALLY_RANGE}, "tree")],
 )
@@ -105,7 +122,9 @@ def test_every_estimator_trains_two_steps(tmp_path, algo, extra, rollout):
         assert math.isfinite(row["loss"])
         per_node = config.tree.k if rollout == "tree" else 1
         episodes = config.tasks_per_step * (config.group_size if rollout == "trajectory" else 1)
-        assert row["completions"] % per_node == 0 and row["completions"] >= episodes * per_node
+        assert row["completions"] >= episodes * per_node
+        if not config.tree_sampling.continue_unchosen:  # continued candidates sample one completion per node
+            assert row["completions"] % per_node == 0
     if algo.startswith("spo"):
         state = load_latest_checkpoint(config.output_dir)[1]["estimator"]
         assert state["name"] == algo and len(state["tracker"]["keys"]) > 0

@@ -73,6 +73,23 @@ def test_resume_continues_exactly(tmp_path, waves):
     assert [r["reward/mean"] for r in rows_a] == [r["reward/mean"] for r in rows_b]
 
 
+def test_reference_kl_is_logged_and_its_reference_resumes_exactly(tmp_path):
+    settings = {"ppo.kl_reference": "reference", "ppo.kl_coef": 0.5, "ppo.lr": 5e-3,
+                "ppo.entropy_coef": 0.05}  # a gradient even when every candidate ties
+    full = tiny(tmp_path, "full", **settings)
+    train(full)
+    train(tiny(tmp_path, "part", steps=2, **settings))
+    resumed = tiny(tmp_path, "part", steps=4, **settings)
+    train(resumed, resume=True)
+    rows = read_metrics(full.output_dir)
+    assert rows[0]["kl_reference"] == pytest.approx(0.0, abs=1e-6) and rows[-1]["kl_reference"] > 0
+    a, b = load_latest_checkpoint(full.output_dir)[1], load_latest_checkpoint(resumed.output_dir)[1]
+    assert set(a["reference"]) == {"shared"}
+    assert all(torch.equal(a["reference"]["shared"][k], b["reference"]["shared"][k]) for k in a["reference"]["shared"])
+    assert all(torch.equal(a["models"]["shared"][k], b["models"]["shared"][k]) for k in a["models"]["shared"])
+    assert [r["kl_reference"] for r in rows] == [r["kl_reference"] for r in read_metrics(resumed.output_dir)]
+
+
 def test_fresh_run_into_a_used_dir_is_refused(tmp_path):
     train(tiny(tmp_path, "run", steps=1))
     with pytest.raises(InvalidArgumentError, match="--resume"):
@@ -231,7 +248,8 @@ def test_bandit_alpha_mixer_logs_alphas_and_resumes_exactly(tmp_path):
     grid = {0.0, 0.5, 1.0, 2.0}
     assert all(row[f"alpha/{agent}"] in grid for row in rows for agent in ("speaker", "listener"))
     mixer_state = load_latest_checkpoint(full.output_dir)[1]["mixer"]
-    assert len(mixer_state["history"]) == 4  # one update per RL step
+    assert len(mixer_state["history"]) == 3  # credited once per rollout that follows an update
+    assert [r["alpha_payoff"] for r in rows[1:]] and "alpha_payoff" not in rows[0]
     part = tiny(tmp_path, "part", alpha_mixer="bandit", steps=2)
     train(part)
     train(tiny(tmp_path, "part", alpha_mixer="bandit", steps=4), resume=True)
@@ -241,8 +259,21 @@ def test_bandit_alpha_mixer_logs_alphas_and_resumes_exactly(tmp_path):
 
 
 def test_static_alpha_mixer_reweights_the_team_term(tmp_path):
+    from teamgym.train import Trainer
+
     config = tiny(tmp_path, "static", alpha_mixer="static", alpha=0.0, steps=1)
-    train(config)
+    trainer = Trainer(config)
+    seen = []
+    rollout = trainer.engine.rollout
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("alphas"))
+        return rollout(*args, **kwargs)
+
+    trainer.engine.rollout = recording
+    trainer.train()
+    trainer.close()
+    assert {"speaker": 0.0, "listener": 0.0} in seen  # the tree advances on the mixer's alpha, not the env's
     row = read_metrics(config.output_dir)[0]
     assert row["alpha/speaker"] == 0.0 and row["alpha/listener"] == 0.0
     with pytest.raises(InvalidArgumentError, match="alpha_mixer"):

@@ -69,6 +69,18 @@ def test_reward_includes_what_partners_earned_for_the_agent():
     assert reward == -1.0 and terminated
 
 
+def test_info_terms_since_the_agents_last_turn_explain_its_reward():
+    """``reward_terms`` are the last env step's (often a partner's); ``cumulative_reward_terms`` add up to the
+    reward the view returns, partner steps included (what an adapter must report per turn)."""
+    from teamgym.core.rewards import mix
+
+    env = SingleAgentView(TallyEnv(), "alice", {"bob": lambda obs: "0", "carol": lambda obs: "6"})
+    env.reset(seed=0, options={"task_id": 0})
+    observation, reward, terminated, truncated, info = env.step("2")
+    assert reward == -1.0
+    assert mix(info["cumulative_reward_terms"], env.env.unwrapped.alpha["alice"]) == pytest.approx(reward)
+
+
 def test_truncation_is_reported():
     env = SingleAgentView(RelayEnv(max_turns=1), "listener", {"speaker": lambda obs: "..."})
     env.reset(seed=0)

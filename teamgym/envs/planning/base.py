@@ -35,9 +35,10 @@ planner ``invalid``   [-1, 0]      -0.1 per invalid move applied (at most -1)
 
 ``progress`` is in [0, 1], 0 at the start and 1 exactly at the goal (each family defines it), so the team's
 progress terms add up to the progress made. ``infos[agent]`` carries, after every step: ``progress``,
-``moves_used``, ``invalid_moves``, ``optimal_length``, ``team_parts`` (``progress``, ``goal``, ``optimal``)
-and the family's process signals; after a tool step also ``tool_status`` and ``tool_plan`` (``moves``,
-``invalid``, ``reaches_goal``; ``moves`` is -1 when no plan was readable).
+``moves_used``, ``invalid_moves``, ``optimal_length``, ``team_parts`` (``progress``, ``goal``, ``optimal``),
+``state_key`` (the role and the board it acts on, for GiGPO's anchors) and the family's process signals;
+after a tool step also ``tool_status`` and ``tool_plan`` (``moves``, ``invalid``, ``reaches_goal``; ``moves`` is
+-1 when no plan was readable).
 
 A sandbox infrastructure failure gives the tool zero terms and sets ``infos[agent]["infra_error"]``.
 
@@ -211,6 +212,12 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
             max_turns=self.max_turns,
             last_turn=state.last_turn,
         )
+
+    def _state_key(self, agent: str) -> str:
+        """The acting role and the board (as the prompts show it): the state the agent acts on. The turn counter,
+        last turn's feedback and the tool's program and output are left out: they are the episode's history and a
+        teammate's message, not the board, and with them no two planner prompts would ever share an anchor."""
+        return f"{agent}\n{self._shown(self.state.board)}"
 
     def _apply_action(self, agent: str, action: str) -> Outcome:
         return self._tool_step(action) if agent == "tool" else self._planner_step(action)
