@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -97,52 +98,143 @@ def _split(node: ast.stmt) -> tuple[str, Any] | None:
     left, right = test.left, test.comparators[0]
     for expr, literal in ((left, right), (right, left)):
         try:
-            return ast.unparse(expr), ast.literal_eval(literal)
+            return ast.unparse(expr), constant_value(literal)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
     return None
 
 
+#: Integers folded on the host stay within this many bits (operands and results): a test cannot make the host
+#: compute ``10 ** 10 ** 10`` or a billion-element list while its constants are folded.
+FOLD_BITS = 256
+_FOLD_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+             ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
+#: Builtins a test may wrap a literal or a call's value in (``tuple(f(x)) == (1, 2)``): each turns plain data into
+#: plain data, and runs no code of the program's.
+WRAPPERS = {"tuple": tuple, "list": list, "set": set, "frozenset": frozenset, "sorted": sorted}
+
+
+def constant_value(node: ast.expr) -> Any:
+    """The value of a constant expression: literals, their containers, ``-x``, ``+x``, arithmetic between numbers
+    (``5 * 17``, ``2.0 / 3.0``; integers of at most :data:`FOLD_BITS` bits, finite floats), ``+`` between strings,
+    bytes, lists or tuples (``'ab' + 'cd'``: never longer than the source) and :data:`WRAPPERS` of constants.
+    Anything else raises ``ValueError`` (the test then needs a judge)."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (int, float, complex, str, bytes, bool, type(None))):
+            return _bounded(node.value)
+        raise ValueError("not a plain constant")
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            raise ValueError("starred element")
+        items = [constant_value(e) for e in node.elts]
+        return tuple(items) if isinstance(node, ast.Tuple) else items if isinstance(node, ast.List) else set(items)
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("dict unpacking")
+        return {constant_value(k): constant_value(v) for k, v in zip(node.keys, node.values, strict=True)}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _number(constant_value(node.operand))
+        return _bounded(-value if isinstance(node.op, ast.USub) else +value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _FOLD_OPS:
+        left, right = constant_value(node.left), constant_value(node.right)
+        if isinstance(node.op, ast.Add) and type(left) is type(right) and type(left) in (str, bytes, list, tuple):
+            return left + right  # no longer than the test's own source
+        left, right = _number(left), _number(right)
+        if isinstance(node.op, ast.Mult) and isinstance(left, int) and isinstance(right, int):
+            if left.bit_length() + right.bit_length() > FOLD_BITS + 1:
+                raise ValueError("product too large to fold")
+        try:
+            return _bounded(_FOLD_OPS[type(node.op)](left, right))
+        except (ZeroDivisionError, OverflowError) as exc:
+            raise ValueError(str(exc)) from None
+    wrapped = _wrapped(node)
+    if wrapped is not None:
+        try:
+            return WRAPPERS[wrapped[1]](constant_value(wrapped[0]))
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+    raise ValueError(f"not a constant: {type(node).__name__}")
+
+
+def _number(value: Any) -> int | float:
+    if type(value) not in (int, float, bool):
+        raise ValueError("arithmetic on a non-number")
+    return value
+
+
+def _bounded(value: Any) -> Any:
+    if type(value) is int and value.bit_length() > FOLD_BITS:
+        raise ValueError("integer too large to fold")
+    if type(value) is float and not math.isfinite(value):
+        raise ValueError("non-finite float")
+    return value
+
+
+def _wrapped(node: ast.expr) -> tuple[ast.expr, str] | None:
+    """``(inner, name)`` for ``name(inner)`` with ``name`` one of :data:`WRAPPERS`, else ``None``."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in WRAPPERS
+            and len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)):
+        return node.args[0], node.func.id
+    return None
+
+
 def literal_call(expr: str, entry_point: str | None) -> tuple[list[Any], dict[str, Any]] | None:
-    """``(args, kwargs)`` when ``expr`` calls the entry point (or ``candidate``) with literal arguments only."""
+    """``(args, kwargs)`` when ``expr`` calls the entry point (or ``candidate``) with constant arguments only
+    (literals and :func:`constant_value` expressions such as ``5 * 17``)."""
+    found = _entry_call(expr, entry_point)
+    return None if found is None else found[:2]
+
+
+def _entry_call(expr: str, entry_point: str | None) -> tuple[list[Any], dict[str, Any], str | None] | None:
+    """``(args, kwargs, wrapper)`` for ``ENTRY(constants...)`` or ``WRAPPER(ENTRY(constants...))``."""
     if not entry_point:
         return None
     try:
         node = ast.parse(expr, mode="eval").body
+        wrapper = None
+        wrapped = _wrapped(node)
+        if wrapped is not None:
+            node, wrapper = wrapped
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             return None
         if node.func.id not in (entry_point, "candidate") or any(k.arg is None for k in node.keywords):
             return None
         if any(isinstance(a, ast.Starred) for a in node.args):
             return None
-        args = [ast.literal_eval(a) for a in node.args]
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        args = [constant_value(a) for a in node.args]
+        kwargs = {k.arg: constant_value(k.value) for k in node.keywords}
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    return args, kwargs
+    return args, kwargs, wrapper
 
 
-def plan_test(statement: str, entry_point: str | None) -> tuple[dict[str, Any], tuple[str, Any] | None]:
-    """How the sandbox runs an assert test, and the ``(expr, expected)`` the host compares (``None``: the test
+def plan_test(statement: str, entry_point: str | None) -> tuple[dict[str, Any], tuple[Any, ...] | None]:
+    """How the sandbox runs an assert test, and the ``(expr, expected, post)`` the host compares (``None``: the test
     checks itself).
 
-    * ``assert ENTRY(literals...) == LITERAL``: a *call*: no test code runs anywhere; the server calls the program.
-      Assignments of literals before it (a tester's ``METADATA = {...}``) cannot change that call and are dropped.
-    * ``assert EXPR == LITERAL``: a *value*: the judge evaluates ``EXPR``, the host compares.
+    * ``assert ENTRY(constants...) == CONSTANT``: a *call*: no test code runs anywhere; the server calls the program
+      and the host compares. The call may be wrapped in one of :data:`WRAPPERS` (``tuple(f([1, 2])) == (1, 2)``),
+      or compared within a tolerance (``assert abs(f(1.0) - 2.0 / 3.0) < 1e-6``): the host applies the wrapper or
+      the tolerance (``post``) to the plain value that came back. Constants may be folded arithmetic
+      (:func:`constant_value`). Assignments of literals before it (a tester's ``METADATA = {...}``) cannot change
+      that call and are dropped, unless they rebind a name the test reads (the entry point, a wrapper, ``abs``).
+    * ``assert EXPR == CONSTANT``: a *value*: the judge evaluates ``EXPR``, the host compares.
     * anything else: *code* the judge runs; it passes when it finishes.
     """
-    plan = split_assert(statement)
+    plan: tuple[Any, ...] | None = split_assert(statement)
     if plan is None:
-        plan = _literal_prefix_call(statement, entry_point)
+        plan = _literal_prefix_call(statement, entry_point) or _close_call(statement, entry_point)
         if plan is None:
             return {"kind": "exec", "code": statement, "names": _free_names(statement, entry_point)}, None
-    call = literal_call(plan[0], entry_point)
-    if call is not None:
+    close = plan[2] if len(plan) > 2 else None
+    found = _entry_call(plan[0], entry_point)
+    if found is not None:
         try:
-            return {"kind": "call", "args": _wire.encode_value(call[0]), "kwargs": _wire.encode_value(call[1])}, plan
+            wire = {"kind": "call", "args": _wire.encode_value(found[0]), "kwargs": _wire.encode_value(found[1])}
+            return wire, (plan[0], plan[1], close or found[2])
         except _wire.WireError:
             pass
-    return {"kind": "value", "expr": plan[0], "names": _free_names(plan[0], entry_point)}, plan
+    return {"kind": "value", "expr": plan[0], "names": _free_names(plan[0], entry_point)}, (plan[0], plan[1], close)
 
 
 def _free_names(source: str, entry_point: str | None) -> list[str]:
@@ -168,17 +260,55 @@ def _free_names(source: str, entry_point: str | None) -> list[str]:
 
 
 def _literal_prefix_call(statement: str, entry_point: str | None) -> tuple[str, Any] | None:
-    """``(expr, expected)`` for ``NAME = LITERAL`` lines then ``assert ENTRY(literals...) == LITERAL``."""
+    """``(expr, expected)`` for ``NAME = LITERAL`` lines then ``assert ENTRY(constants...) == CONSTANT``."""
+    body = _literal_prefix(statement, entry_point)
+    plan = _split(body[-1]) if body else None
+    return plan if plan is not None and literal_call(plan[0], entry_point) is not None else None
+
+
+def _literal_prefix(statement: str, entry_point: str | None) -> list[ast.stmt] | None:
+    """The statements of ``statement`` when all but the last are ``NAME = LITERAL`` binding none of the names a
+    call test reads (the entry point, ``candidate``, the wrappers, ``abs``), else ``None``."""
+    reserved = {entry_point, "candidate", "abs", *WRAPPERS}
     try:
         body = ast.parse(statement).body
         for node in body[:-1]:
             if not (isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)):
                 return None
+            if any(t.id in reserved for t in node.targets):
+                return None
             ast.literal_eval(node.value)
     except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
         return None
-    plan = _split(body[-1]) if body else None
-    return plan if plan is not None and literal_call(plan[0], entry_point) is not None else None
+    return body or None
+
+
+def _close_call(statement: str, entry_point: str | None) -> tuple[str, Any, tuple[str, float, str]] | None:
+    """``(call, expected, ("close", tolerance, op))`` for ``assert abs(ENTRY(constants...) - CONSTANT) < TOL`` (or
+    ``CONSTANT - ENTRY(...)``, or ``<=``), after optional literal assignments; else ``None``."""
+    body = _literal_prefix(statement, entry_point)
+    node = body[-1] if body else None
+    if not isinstance(node, ast.Assert):
+        return None
+    test = node.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Lt, ast.LtE))):
+        return None
+    left = test.left
+    if not (isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "abs"
+            and len(left.args) == 1 and not left.keywords and isinstance(left.args[0], ast.BinOp)
+            and isinstance(left.args[0].op, ast.Sub)):
+        return None
+    try:
+        tolerance = _number(constant_value(test.comparators[0]))
+        for call, other in ((left.args[0].left, left.args[0].right), (left.args[0].right, left.args[0].left)):
+            source = ast.unparse(call)
+            found = _entry_call(source, entry_point)
+            if found is not None and found[2] is None:
+                expected = _number(constant_value(other))
+                return source, expected, ("close", float(tolerance), "<" if isinstance(test.ops[0], ast.Lt) else "<=")
+    except (ValueError, TypeError, MemoryError, RecursionError):
+        return None
+    return None
 
 
 def humaneval_tests(test_source: str) -> tuple[str, list[str]]:
@@ -386,7 +516,7 @@ def _assert_verdicts(raw: dict[str, Any], statements: list[str], plans: list[Any
             by_index.setdefault(r["i"], []).append(r)
     verdicts = []
     for i, (statement, plan) in enumerate(zip(statements, plans, strict=True)):
-        expected = _safe_repr(plan[1]) if plan else ""
+        expected = _shown_expected(plan)
         got = by_index.get(i, [])
         if raw.get("infra_error"):
             verdicts.append(_failure(raw, statement, expected, ""))
@@ -415,6 +545,15 @@ def _assert_verdicts(raw: dict[str, Any], statements: list[str], plans: list[Any
     return verdicts
 
 
+def _shown_expected(plan: tuple[Any, ...] | None) -> str:
+    if not plan:
+        return ""
+    post = plan[2] if len(plan) > 2 else None
+    if isinstance(post, tuple):  # ("close", tolerance, op)
+        return f"{_safe_repr(plan[1])} (abs difference {post[2]} {post[1]!r})"
+    return _safe_repr(plan[1])
+
+
 def _record_verdict(record: dict[str, Any], statement: str, plan: Any, expected: str) -> TestVerdict:
     if "status" in record:
         status = record["status"] if record["status"] in ("error", "timeout", "memory") else "error"
@@ -428,10 +567,24 @@ def _record_verdict(record: dict[str, Any], statement: str, plan: Any, expected:
         actual = _wire.decode_value(record["value"])
     except (KeyError, _wire.WireError) as exc:
         return TestVerdict(False, "error", statement, expected, "", f"unreadable value: {exc}")
+    post = plan[2] if len(plan) > 2 else None
     shown = _safe_repr(actual)[:ACTUAL_CAP]
     try:  # both sides are plain host-built values: the program's own __eq__ never runs here
-        same = bool(actual == plan[1])
-    except (RecursionError, MemoryError, TypeError, ValueError):
+        if isinstance(post, tuple):  # within a tolerance, as abs(value - expected) < tolerance would decide
+            if type(actual) not in (int, float, bool):
+                return TestVerdict(False, "error", statement, expected, shown,
+                                   f"TypeError: unsupported operand type for -: {type(actual).__name__!r}")
+            gap = abs(actual - plan[1])
+            same = bool(gap < post[1] if post[2] == "<" else gap <= post[1])
+        else:
+            if post is not None:  # the wrapper the test applies to the call's value
+                try:
+                    actual = WRAPPERS[post](actual)
+                except TypeError as exc:
+                    return TestVerdict(False, "error", statement, expected, shown, f"TypeError: {exc}"[:ACTUAL_CAP])
+                shown = _safe_repr(actual)[:ACTUAL_CAP]
+            same = bool(actual == plan[1])
+    except (RecursionError, MemoryError, TypeError, ValueError, OverflowError):
         same = False
     if same:
         return TestVerdict(True, "passed", statement, expected, shown)

@@ -214,12 +214,43 @@ def test_literal_calls_run_no_test_code() -> None:
         "import os\nassert f(1) == 2": "exec",
         "assert f(*[1]) == 2": "value",
         "assert g(1) == 2": "value",  # not the entry point: a helper the judge may define
-        "assert abs(f(1) - 2) < 1e-6": "exec",
+        "assert abs(f(1) - 2) < 1e-6": "call",  # a tolerance the host applies
+        "assert abs(2.0 / 3.0 - f(1)) <= 1e-6": "call",
+        "assert f(5 * 17, -2 + 1) == 10 // 3": "call",  # folded constants
+        "assert tuple(f([1, 2])) == tuple([2, 1])": "call",  # a wrapper the host applies
+        "METADATA = {}\nassert sorted(f(1)) == [1]": "call",
+        "sorted = len\nassert sorted(f(1)) == 1": "exec",  # a prefix rebinding a name the test reads is code
+        "f = 5\nassert f(1) == 2": "exec",
+        "abs = max\nassert abs(f(1) - 2) < 1": "exec",
+        "assert f(10 ** 3) == 2": "value",  # ** is not folded: the judge evaluates the call
+        "assert f(1) == 2 ** 4000": "exec",
+        "assert f(" + "9" * 90 + " * " + "9" * 90 + ") == 1": "value",  # products past FOLD_BITS are not folded
+        "assert abs(f(1) - 2) < 1e-6 and True": "exec",
+        "assert abs(f(1) + 2) < 1e-6": "exec",
+        "assert tuple(f(1), 2) == 1": "value",
     }
     for statement, kind in kinds.items():
         assert plan_test(statement, "f")[0]["kind"] == kind, statement
     assert plan_test("assert f(1) == 2", None)[0]["kind"] == "value"  # without an entry point: the judge
     assert plan_test("assert f(1) == 2", None)[0]["names"] == ["f"]
+
+
+def test_constant_folding_is_bounded() -> None:
+    import ast
+
+    from teamgym.sandbox.harness import FOLD_BITS, constant_value
+
+    def fold(source: str):
+        return constant_value(ast.parse(source, mode="eval").body)
+
+    assert fold("5 * 17") == 85 and fold("2.0 / 3.0") == 2.0 / 3.0 and fold("-(3 - 5) % 7") == 2
+    assert fold("'ab' + 'cd'") == "abcd" and fold("[1] + [2]") == [1, 2]
+    assert fold("tuple([1, -2])") == (1, -2) and fold("sorted({3, 1})") == [1, 3] and fold("{'a': 1 + 1}") == {"a": 2}
+    for source in ("2 ** 8", "'a' * 10", "[0] * 9", "1 / 0", f"2 ** {FOLD_BITS}", f"{2 ** FOLD_BITS} + 1",
+                   f"{2 ** 200} * {2 ** 200}", "1e308 * 10", "x + 1", "'a' + 1", "'a' - 'b'", "f(1)",
+                   "sorted([1, 'a'])", "[*a]"):
+        with pytest.raises(ValueError):
+            fold(source)
 
 
 PROGRAMS = {
@@ -233,6 +264,29 @@ PROGRAMS = {
 }
 CALLS = ["f(1)", "f(2, y=1)", "f(3)", "f(4)"]
 EXPECTED_VALUES = [2, 5, 6, 8]
+
+
+SHAPED = [  # (direct test, the same test in a shape only a judge runs)
+    ("assert abs(f(1) - 2.0 / 1.0) < 1e-9", "assert abs((f(1), 0)[0] - 2.0 / 1.0) < 1e-9"),
+    ("assert abs(6 - f(3)) <= 0", "assert abs(6 - (f(3), 0)[0]) <= 0"),
+    ("assert tuple(f(2, y=1)) == (5,)", "assert tuple((f(2, y=1), 0)[0]) == (5,)"),
+    ("assert sorted(f(4)) == [8]", "assert sorted((f(4), 0)[0]) == [8]"),
+    ("assert f(2 * 2) == 4 * 2", "assert (f(2 * 2), 0)[0] == 4 * 2"),
+]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_wrapped_and_tolerance_calls_and_the_judge_agree(box: Sandbox, name: str) -> None:
+    """Calls the host wraps, compares within a tolerance or calls with folded constants give the judge's verdicts."""
+    direct, judged = [d for d, _ in SHAPED], [j for _, j in SHAPED]
+    from teamgym.sandbox.harness import plan_test
+
+    assert all(plan_test(t, "f")[0]["kind"] == "call" for t in direct)
+    assert all(plan_test(t, "f")[0]["kind"] != "call" for t in judged)
+    first = run_tests(PROGRAMS[name], direct, kind="assert", entry_point="f", timeout=0.5, sandbox=box)
+    second = run_tests(PROGRAMS[name], judged, kind="assert", entry_point="f", timeout=0.5, sandbox=box)
+    assert [v.passed for v in first] == [v.passed for v in second], (first, second)
+    assert not any(v.infra_error for v in first + second)
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
