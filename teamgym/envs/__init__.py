@@ -21,9 +21,9 @@ register("math_tool-v0", "teamgym.envs.math_tool.env:MathToolEnv",
          description="A reasoner and a tool agent (Python) solve an exact-answer math problem")
 register("discussion-v0", "teamgym.envs.discussion.env:DiscussionEnv",
          description="N agents answer a math problem, discuss, then vote; the majority answer counts")
-register("bandit-v0", "teamgym.envs.sanity.env:BanditEnv",
+register("sanity_bandit-v0", "teamgym.envs.sanity.env:BanditEnv",
          description="Learning sanity check: one player answers the cue it sees (a one-turn contextual bandit)")
-register("relay-v0", "teamgym.envs.sanity.env:RelayEnv",
+register("sanity_relay-v0", "teamgym.envs.sanity.env:RelayEnv",
          description="Learning sanity check: a speaker sees a cue, a listener hears the speaker and must repeat it")
-register("two_turn-v0", "teamgym.envs.sanity.env:TwoTurnEnv",
+register("sanity_two_turn-v0", "teamgym.envs.sanity.env:TwoTurnEnv",
          description="Learning sanity check: two turns, only the second turn's answer earns a reward")

@@ -75,7 +75,7 @@ PRESETS: dict[str, Preset] = {
     "plan_path-v0": Preset(prompt=plan_path_prompt, demonstration=plan_path_demonstration,
                            env_kwargs={"size": 4, "max_turns": 3}, max_tokens=40),
     # The learning sanity envs: their own prompts are already a few characters; answers are one character.
-    **{env_id: Preset(max_tokens=2) for env_id in ("bandit-v0", "relay-v0", "two_turn-v0")},
+    **{env_id: Preset(max_tokens=2) for env_id in ("sanity_bandit-v0", "sanity_relay-v0", "sanity_two_turn-v0")},
 }
 
 

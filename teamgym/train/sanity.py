@@ -1,5 +1,5 @@
 """The learning sanity suite: every registered estimator, trained from random init, must learn tasks whose answer is
-known (``bandit-v0``, ``relay-v0``, ``two_turn-v0``; :mod:`teamgym.envs.sanity.env`).
+known (``sanity_bandit-v0``, ``sanity_relay-v0``, ``sanity_two_turn-v0``; :mod:`teamgym.envs.sanity.env`).
 
 The check every RL library keeps: a flipped sign, a logprob shifted by one token, advantages grouped wrongly or a
 sampler left with old weights make one of these runs fail, while a correct trainer reaches the thresholds within
@@ -7,7 +7,7 @@ the stated steps. Each run is the real trainer (:class:`teamgym.train.Trainer`, 
 start), so what passes here is what ``teamgym train`` runs.
 
     python -m teamgym.train.sanity                          # every estimator on every sanity env (a table)
-    python -m teamgym.train.sanity --env bandit-v0 --algo at_grpo grpo
+    python -m teamgym.train.sanity --env sanity_bandit-v0 --algo at_grpo grpo
 
 ``tests/train/test_sanity.py`` runs one cheap case by default and the whole grid under ``-m slow``.
 """
@@ -27,9 +27,9 @@ __all__ = ["GREEDY_THRESHOLD", "SAMPLED_THRESHOLD", "SANITY_ENVS", "SANITY_STEPS
            "run_sanity", "sanity_config"]
 
 #: The sanity envs, in the order the suite runs them.
-SANITY_ENVS = ("bandit-v0", "relay-v0", "two_turn-v0")
+SANITY_ENVS = ("sanity_bandit-v0", "sanity_relay-v0", "sanity_two_turn-v0")
 #: RL steps each env is given (from random init; no warm start).
-SANITY_STEPS = {"bandit-v0": 200, "relay-v0": 300, "two_turn-v0": 300}
+SANITY_STEPS = {"sanity_bandit-v0": 200, "sanity_relay-v0": 300, "sanity_two_turn-v0": 300}
 #: Held-out success (200 tasks, one sample per node) every estimator must reach after ``SANITY_STEPS``.
 GREEDY_THRESHOLD = 0.95
 SAMPLED_THRESHOLD = 0.80

@@ -1,10 +1,10 @@
-"""Learning sanity envs: ``bandit-v0``, ``relay-v0`` and ``two_turn-v0``, tiny tasks whose answer is known.
+"""Learning sanity envs: ``sanity_bandit-v0``, ``sanity_relay-v0`` and ``sanity_two_turn-v0``, tiny known-answer tasks.
 
 Every RL library keeps envs like these (Stable-Baselines3's identity envs, CleanRL's ``CartPole`` smoke runs): an
 algorithm, a trainer or a sampler that is broken in any of the usual ways (a flipped sign, a logprob shifted by one
-token, advantages grouped wrongly, a sampler that never receives the new weights) fails to learn them, while a correct
-one learns them from random init in a few dozen steps. ``tests/train/test_sanity.py`` trains every registered
-estimator on them.
+token, advantages grouped wrongly, a sampler that never receives the new weights) fails to learn them. Every registered
+estimator learns the bandit from random init within 200 steps; docs/training.md tables which learn the other two.
+``tests/train/test_sanity.py`` trains every registered estimator on them.
 
 **Task.** Each task is a *cue*, one character of ``cues`` (default ``"abcd"``): task id ``i`` has cue
 ``cues[i % len(cues)]``. Any int >= 0 is a task; no data. The answer the envs reward is always the cue itself: an
@@ -16,12 +16,12 @@ whitespace-only completion answers nothing and earns 0, the same as a wrong char
 ====================  ===================  ==================================================================
 id                    agents (turns)       what the team must learn
 ====================  ===================  ==================================================================
-``bandit-v0``         player (1)           a one-turn contextual bandit: the prompt ``a>`` shows the cue,
+``sanity_bandit-v0``         player (1)           a one-turn contextual bandit: the prompt ``a>`` shows the cue,
                                            the rewarded arm is that character
-``relay-v0``          speaker, listener    the speaker sees the cue (``a>``) and says a character; the
+``sanity_relay-v0``          speaker, listener    the speaker sees the cue (``a>``) and says a character; the
                       (1)                  listener sees only what was said (``heard a>``) and must repeat
                                            the cue: the team succeeds when the token it repeats is the cue
-``two_turn-v0``       player (2)           turn 0 (``a?``) earns nothing whatever the answer; turn 1
+``sanity_two_turn-v0``       player (2)           turn 0 (``a?``) earns nothing whatever the answer; turn 1
                                            (``a!``) earns 1 for the cue: only the second turn's reward
                                            is informative
 ====================  ===================  ==================================================================
@@ -53,7 +53,7 @@ listener what it heard) and ``random`` (a random cue, drawn with the env's RNG).
 **Version history.** v0: first release.
 
 >>> import teamgym
->>> env = teamgym.make("relay-v0")
+>>> env = teamgym.make("sanity_relay-v0")
 >>> env.reset(seed=0, options={"task_id": 1})
 >>> env.observe("speaker")["prompt"]
 'b>'
@@ -141,9 +141,9 @@ class _SanityEnv(TurnBasedTextEnv[str, SanityState]):
 
 
 class BanditEnv(_SanityEnv):
-    """``bandit-v0``: one player, one turn; the rewarded arm is the cue shown in the prompt."""
+    """``sanity_bandit-v0``: one player, one turn; the rewarded arm is the cue shown in the prompt."""
 
-    metadata = {"name": "bandit-v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
+    metadata = {"name": "sanity_bandit-v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
     roles = ("player",)
 
     def _user_prompt(self, agent: str) -> str:
@@ -156,9 +156,9 @@ class BanditEnv(_SanityEnv):
 
 
 class RelayEnv(_SanityEnv):
-    """``relay-v0``: the speaker sees the cue, the listener only hears the speaker and must repeat the cue."""
+    """``sanity_relay-v0``: the speaker sees the cue, the listener only hears the speaker and must repeat the cue."""
 
-    metadata = {"name": "relay-v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
+    metadata = {"name": "sanity_relay-v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
     roles = ("speaker", "listener")
 
     def _user_prompt(self, agent: str) -> str:
@@ -178,9 +178,9 @@ class RelayEnv(_SanityEnv):
 
 
 class TwoTurnEnv(_SanityEnv):
-    """``two_turn-v0``: one player, two turns; turn 0 earns nothing, turn 1 earns 1 for the cue."""
+    """``sanity_two_turn-v0``: one player, two turns; turn 0 earns nothing, turn 1 earns 1 for the cue."""
 
-    metadata = {"name": "two_turn-v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
+    metadata = {"name": "sanity_two_turn-v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
     roles = ("player",)
     turns = 2
 
