@@ -221,9 +221,12 @@ def plan_test(statement: str, entry_point: str | None) -> tuple[dict[str, Any], 
     * ``assert EXPR == CONSTANT``: a *value*: the judge evaluates ``EXPR``, the host compares.
     * anything else: *code* the judge runs; it passes when it finishes.
     """
-    plan: tuple[Any, ...] | None = split_assert(statement)
+    body = _literal_prefix(statement, entry_point)  # parsed once; None: not (literal assignments then) one statement
+    plan: tuple[Any, ...] | None = _split(body[-1]) if body else None
+    if plan is not None and len(body) > 1 and literal_call(plan[0], entry_point) is None:
+        plan = None  # after assignments, only a call is planned: the judge needs them for anything else
     if plan is None:
-        plan = _literal_prefix_call(statement, entry_point) or _close_call(statement, entry_point)
+        plan = _close_call(body, entry_point) if body else None
         if plan is None:
             return {"kind": "exec", "code": statement, "names": _free_names(statement, entry_point)}, None
     close = plan[2] if len(plan) > 2 else None
@@ -259,13 +262,6 @@ def _free_names(source: str, entry_point: str | None) -> list[str]:
     return sorted(n for n in loaded - stored if not hasattr(builtins, n))
 
 
-def _literal_prefix_call(statement: str, entry_point: str | None) -> tuple[str, Any] | None:
-    """``(expr, expected)`` for ``NAME = LITERAL`` lines then ``assert ENTRY(constants...) == CONSTANT``."""
-    body = _literal_prefix(statement, entry_point)
-    plan = _split(body[-1]) if body else None
-    return plan if plan is not None and literal_call(plan[0], entry_point) is not None else None
-
-
 def _literal_prefix(statement: str, entry_point: str | None) -> list[ast.stmt] | None:
     """The statements of ``statement`` when all but the last are ``NAME = LITERAL`` binding none of the names a
     call test reads (the entry point, ``candidate``, the wrappers, ``abs``), else ``None``."""
@@ -283,11 +279,10 @@ def _literal_prefix(statement: str, entry_point: str | None) -> list[ast.stmt] |
     return body or None
 
 
-def _close_call(statement: str, entry_point: str | None) -> tuple[str, Any, tuple[str, float, str]] | None:
-    """``(call, expected, ("close", tolerance, op))`` for ``assert abs(ENTRY(constants...) - CONSTANT) < TOL`` (or
-    ``CONSTANT - ENTRY(...)``, or ``<=``), after optional literal assignments; else ``None``."""
-    body = _literal_prefix(statement, entry_point)
-    node = body[-1] if body else None
+def _close_call(body: list[ast.stmt], entry_point: str | None) -> tuple[str, Any, tuple[str, float, str]] | None:
+    """``(call, expected, ("close", tolerance, op))`` when the last of ``body`` (see :func:`_literal_prefix`) is
+    ``assert abs(ENTRY(constants...) - CONSTANT) < TOL`` (or ``CONSTANT - ENTRY(...)``, or ``<=``); else ``None``."""
+    node = body[-1]
     if not isinstance(node, ast.Assert):
         return None
     test = node.test
