@@ -47,7 +47,9 @@ def test_suggestions_only_for_close_names():
     with pytest.raises(UnknownEnvError) as info:
         teamgym.make("nope-v0")  # 0.5 from sudoku-v0 by difflib's ratio: a different word, not a typo
     assert info.value.suggestions == [] and "did you mean" not in str(info.value)
-    assert "registered: coder_tester-v0" in str(info.value)
+    registered = str(info.value).split("registered: ")[1].split(". See")[0].split(", ")
+    # Every registered id is listed (an installed plugin's ids too, e.g. ascend-v0 under .ci/run), in sorted order.
+    assert "coder_tester-v0" in registered and registered == sorted(teamgym.list_envs())
     with pytest.raises(UnknownEnvError, match="did you mean 'coder_tester-v0'"):
         teamgym.make("coder_testr-v0")
 
