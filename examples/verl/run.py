@@ -1,9 +1,10 @@
 """Prepare a verl GPU run of coder_tester-v0 with Qwen3-1.7B and print the command that launches it.
 
 Writes the dataset rows (one per task and trained role) as Parquet where the config expects them, and prints the
-verl command: verl's ``main_ppo`` started after ``register_estimators()`` (the agent loop registers itself when
-verl's workers import it by path). Needs ``pip install 'teamgym[verl]'``; the run itself needs GPUs and the
-model's weights, which this example never downloads.
+verl command: verl's own ``main_ppo`` (teamgym's estimators register themselves through the ``verl.plugins`` entry
+point in every process that imports verl; the agent loop registers itself when verl's workers import it by path).
+Needs ``pip install 'teamgym[verl]'``; the run itself needs GPUs and the model's weights, which this example never
+downloads.
 
     python examples/verl/run.py --tasks 164 --out runs/verl_coder_tester
 """
@@ -35,9 +36,8 @@ def main(argv: list[str] | None = None) -> str:
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(dataset_rows("coder_tester-v0", tasks[:args.tasks], [args.role])).to_parquet(out / "train.parquet")
     pd.DataFrame(dataset_rows("coder_tester-v0", tasks[-16:], [args.role])).to_parquet(out / "val.parquet")
-    launcher = ("from teamgym.integrations.verl import register_estimators; register_estimators(); "
-                "from verl.trainer.main_ppo import main; main()")
-    command = (f"python -c {shlex.quote(launcher)} --config-path {HERE} --config-name coder_tester_qwen3_1.7b "
+    command = (f"python -m verl.trainer.main_ppo --config-path {shlex.quote(str(HERE))} "
+               "--config-name coder_tester_qwen3_1.7b "
                f"data.train_files={out / 'train.parquet'} data.val_files={out / 'val.parquet'}")
     print(command)
     return command

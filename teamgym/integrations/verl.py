@@ -12,15 +12,21 @@ return (the sum of what ``SingleAgentView`` hands it, the env's ``alpha * team +
 per-turn rewards and reward terms, the task, the role and the episode's success. Env steps (the sandbox) run in a
 thread so the worker's event loop keeps serving other rows.
 
-**Estimators.** :func:`register_estimators` adds ``teamgym_grpo``, ``teamgym_dr_grpo``, ``teamgym_rloo`` and
-``teamgym_at_grpo`` to verl's ``ADV_ESTIMATOR_REGISTRY`` (``algorithm.adv_estimator=teamgym_at_grpo``). verl calls
-an estimator with ``token_level_rewards``, ``response_mask``, ``index`` (the row's ``uid``: its ``rollout.n``
-samples share it) and ``config``; the score of a sample is its summed token-level reward, the advantage is
-broadcast over its response tokens as verl's GRPO does. In verl a sample is one role's whole episode and a ``uid``
-is one (task, role) row, so AT-GRPO's (task, agent, turn) node groups become (task, role) groups: that is what
-``teamgym_at_grpo`` computes. Estimators that need per-agent-turn rows or agent ids across groups (``dr_mas``,
-``mhgpo``, ``gigpo``, ``team_gigpo``) are not registered: verl 0.9 passes its estimators neither per-turn rows nor
-its ``non_tensor_batch`` (except for ``gdpo``); use teamgym's trainer or the TRL rollout for them.
+**Estimators.** :func:`register_estimators` adds ``teamgym_grpo``, ``teamgym_dr_grpo``, ``teamgym_rloo``,
+``teamgym_at_grpo``, ``teamgym_dr_mas`` and ``teamgym_mhgpo`` to verl's ``ADV_ESTIMATOR_REGISTRY``
+(``algorithm.adv_estimator=teamgym_at_grpo``). Installing teamgym declares a ``verl.plugins`` entry point
+(:mod:`teamgym.integrations.verl_plugin`), so verl registers them itself in every process that imports it, the Ray
+``TaskRunner`` actor that computes advantages included. verl calls an estimator with ``token_level_rewards``,
+``response_mask``, ``index`` (the row's ``uid``: its ``rollout.n`` samples share it) and ``config``; the score of a
+sample is its summed token-level reward, the advantage is broadcast over its response tokens as verl's GRPO does.
+In verl a sample is one role's whole episode and a ``uid`` is one (task, role) row, so every group holds one agent
+of one task: AT-GRPO's (task, agent, turn) nodes become (task, role) groups, and Dr.MAS's and MHGPO's (prompt group,
+agent) groups are the uids themselves (they equal GRPO over uids there, which is what those papers' per-agent
+statistics become when each agent's samples come in their own rows). ``gigpo`` and ``team_gigpo`` are not registered:
+their step level needs per-turn returns and anchor states, and verl 0.9.1's trainer hands an estimator only the
+fields it selects itself (``uid``, ``response_mask``, the token-level scores with one reward on the last token:
+``trainer/ppo/v1/trainer_base.py::_compute_advantage``), never the agent loop's ``extra_fields``; use teamgym's
+trainer or the TRL rollout for them.
 """
 
 from __future__ import annotations
@@ -44,7 +50,9 @@ AGENT_NAME = "teamgym_agent"
 
 #: verl name -> teamgym estimator; each reads one score per sample and the groups verl's ``uid`` makes.
 ESTIMATORS = {"teamgym_grpo": "grpo", "teamgym_dr_grpo": "dr_grpo", "teamgym_rloo": "rloo",
-              "teamgym_at_grpo": "at_grpo"}
+              "teamgym_at_grpo": "at_grpo", "teamgym_dr_mas": "dr_mas", "teamgym_mhgpo": "mhgpo"}
+#: The estimators whose extra id columns (agent, turn) are constant within a verl ``uid`` (one role of one task).
+_PER_UID_COLUMNS = {"at_grpo": 2, "dr_mas": 1, "mhgpo": 1}
 
 
 def _require_verl() -> Any:
@@ -79,9 +87,9 @@ def verl_estimator(name: str) -> Any:
         _, groups = np.unique(np.asarray(index, dtype=object).astype(str), return_inverse=True)
         group_ids = torch.as_tensor(groups, dtype=torch.long, device=scores.device)
         with torch.no_grad():
-            if name == "at_grpo":  # one (task, role) per uid: agent and turn are the same within a group
+            if name in _PER_UID_COLUMNS:  # one (task, role) per uid: agent (and turn) constant within a group
                 zeros = torch.zeros_like(group_ids)
-                advantages = estimator(scores.float(), group_ids, zeros, zeros)
+                advantages = estimator(scores.float(), group_ids, *[zeros] * _PER_UID_COLUMNS[name])
             else:
                 advantages = estimator(scores.float(), group_ids)
         advantages = advantages.to(token_level_rewards.dtype).unsqueeze(-1) * response_mask

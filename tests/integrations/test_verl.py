@@ -5,6 +5,9 @@ against verl's config schema. verl pins its own transformers: run with ``bash sc
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -110,12 +113,25 @@ def test_estimators_through_verls_compute_advantage_match_teamgyms(verl_name):
     out = compute_advantage(data, adv_estimator=verl_name, config=None)
     groups = torch.tensor([i // 4 for i in range(n)])
     name = tg_verl.ESTIMATORS[verl_name]
+    zeros = torch.zeros(n, dtype=torch.long)
     if name == "at_grpo":
-        zeros = torch.zeros(n, dtype=torch.long)
         expected = get_advantage(name)(scores, groups, zeros, zeros)
+    elif name in ("dr_mas", "mhgpo"):  # a uid is one (task, role): the agent column is constant within it
+        expected = get_advantage(name)(scores, groups, zeros)
+        torch.testing.assert_close(expected, get_advantage("grpo")(scores, groups))
     else:
         expected = get_advantage(name)(scores, groups)
     torch.testing.assert_close(out.batch["advantages"], expected[:, None] * mask)
+
+
+def test_verl_registers_the_estimators_itself_through_the_plugin_entry_point():
+    """verl imports the ``verl.plugins`` entry points in every process that imports it (Ray's TaskRunner actor too):
+    a fresh interpreter that only imports verl's registry has teamgym's estimators, without register_estimators()."""
+    code = ("import verl.trainer.ppo.core_algos as c; "
+            "print(sorted(k for k in c.ADV_ESTIMATOR_REGISTRY if k.startswith('teamgym_')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
+                         env={**os.environ, "VERL_USE_EXTERNAL_PLUGINS": "auto"})
+    assert out.stdout.strip().splitlines()[-1] == str(sorted(tg_verl.ESTIMATORS)), out.stderr[-2000:]
 
 
 def test_documented_gpu_config_composes_against_verls_schema():
