@@ -65,7 +65,8 @@ wrong programs failing a valid test), ``p_01``/``p_00`` (CURE's precision diagno
 ``skipped_tests``, ``code_verdicts``, ``tests_problem``.
 
 **Options**: ``dataset`` (``"humaneval"``, ``"stdio"``, ``"all"``, a file or a hub name; see ``adapters``),
-``dataset_format``, ``split`` (hub split), ``limit`` (first N problems), ``max_turns`` (4), ``turn_order``
+``dataset_format``, ``split`` (hub split), ``limit`` (first N problems), ``max_turns`` (4;
+or ``max_cycles``, PettingZoo's name for it), ``turn_order``
 (``"coder_first"`` as AT-GRPO, or ``"tester_first"``: tests written from the statement alone, then code),
 ``tester_sees_code`` (True), ``feedback_chars`` (2000), ``timeout`` (1.0 s per test, CURE's limit),
 ``num_mutants`` (4), ``max_tests`` (20), ``alpha`` (1.0), ``render_mode``.
@@ -154,6 +155,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         max_tests: int = 20,
         alpha: float | dict[str, float] = 1.0,
         render_mode: str | None = None,
+        max_cycles: int | None = None,
     ):
         if turn_order not in TURN_ORDERS:
             raise InvalidArgumentError(f"turn_order={turn_order!r}: expected one of {sorted(TURN_ORDERS)}")
@@ -169,7 +171,8 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
             raise InvalidArgumentError(f"timeout={timeout!r}: expected seconds per test in (0, 60], e.g. 1.0")
         super().__init__(
-            max_turns=max_turns, alpha=alpha, render_mode=render_mode, agents=TURN_ORDERS[turn_order]
+            max_turns=max_turns, alpha=alpha, render_mode=render_mode, agents=TURN_ORDERS[turn_order],
+            max_cycles=max_cycles,
         )
         self.problems = load_problems(dataset, dataset_format=dataset_format, split=split, limit=limit)
         self._by_id = {p.task_id: p for p in self.problems}

@@ -140,7 +140,7 @@ def test_episode_ends_when_code_passes_all_generated_tests():
     scripted_step(env, "oracle")
     info = scripted_step(env, "oracle")
     assert all(env.terminations.values())
-    assert info["episode"]["success"] and info["episode"]["passed_generated_tests"]
+    assert info["teamgym_episode"]["success"] and info["teamgym_episode"]["passed_generated_tests"]
 
 
 def test_no_tests_never_end_the_episode_and_turns_truncate():
@@ -289,7 +289,7 @@ def test_turn_order_and_what_the_tester_sees():
     info = scripted_step(env, "oracle")
     assert info["reward_terms"]["discrimination"] > 0 and info["code_verdicts"] == []
     info = scripted_step(env, "oracle")
-    assert all(env.terminations.values()) and info["episode"]["success"]
+    assert all(env.terminations.values()) and info["teamgym_episode"]["success"]
     env.reset(seed=0, options={"task_id": "HumanEval/0"})
     scripted_step(env, "oracle")
     scripted_step(env, "buggy")
