@@ -23,6 +23,7 @@ Arguments of ``gymnasium.make`` (after the id):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["NAMESPACE", "make_single_agent", "register_gymnasium_envs"]
 
 NAMESPACE = "teamgym"
+
+logger = logging.getLogger(__name__)
 
 
 def make_single_agent(
@@ -58,14 +61,21 @@ def make_single_agent(
 
 
 def register_gymnasium_envs() -> list[str]:
-    """Register ``teamgym/<id>`` with Gymnasium for every teamgym id not registered yet; returns the new ids."""
+    """Register ``teamgym/<id>`` with Gymnasium for every teamgym id not registered yet; returns the new ids.
+
+    Ids Gymnasium cannot parse (a plugin's ``namespace/name-vN`` under ``teamgym/``) are skipped.
+    """
     added = []
     for env_id in list_envs():
         gym_id = f"{NAMESPACE}/{env_id}"
         if gym_id in gymnasium.registry:
             continue
-        gymnasium.register(
-            id=gym_id, entry_point=make_single_agent, kwargs={"env_id": env_id}, disable_env_checker=False
-        )
+        try:
+            gymnasium.register(
+                id=gym_id, entry_point=make_single_agent, kwargs={"env_id": env_id}, disable_env_checker=False
+            )
+        except gymnasium.error.Error as error:  # an id Gymnasium cannot parse (a plugin's own namespace)
+            logger.debug("not registered with Gymnasium: %s (%s)", gym_id, error)
+            continue
         added.append(gym_id)
     return added
