@@ -71,6 +71,28 @@ or ``max_cycles``, PettingZoo's name for it), ``turn_order``
 ``tester_sees_code`` (True), ``feedback_chars`` (2000), ``timeout`` (1.0 s per test, CURE's limit),
 ``num_mutants`` (4), ``max_tests`` (20), ``alpha`` (1.0), ``render_mode``.
 
+**Data** (``load_problems`` in :mod:`~teamgym.envs.coder_tester.adapters`): HumanEval and the ``stdio``
+problems are bundled. Any other dataset is best used from a local copy (no network at ``make``), saved once with
+``datasets.load_dataset(name, split=...).to_json("copy.jsonl")`` and passed as ``dataset="copy.jsonl"``; its
+format is guessed from its fields (or set ``dataset_format``):
+
+=================  ========================================  =================  ===================================
+dataset            hub name                                  format             notes
+=================  ========================================  =================  ===================================
+CodeContests       ``deepmind/code_contests``                ``codecontests``   stdio; public + private tests
+APPS               ``codeparrot/apps``                       ``apps``           stdio, or call style (``fn_name``)
+LiveCodeBench      ``livecodebench/code_generation_lite``    ``livecodebench``  no solutions: tests are judged by
+                                                                                correct coder attempts
+CURE               ``Gen-Verse/CodeContests``                ``cure``           stdio
+MBPP, sanitized    ``google-research-datasets/mbpp``         ``mbpp``           call style; the first test is shown
+                                                                                with the statement
+MBPP+              ``evalplus/mbppplus``                     ``mbpp``           read through its ``test_list``
+your own           (none)                                    ``jsonl``          the JSONL contract of ``data``
+=================  ========================================  =================  ===================================
+
+A hub name works too when the hub is reachable (or cached, with ``HF_DATASETS_OFFLINE=1``); when it is not, a
+``DatasetError`` says so within seconds and names this fix.
+
 **Judging**: every test runs in the sandbox's judge, a jailed process apart from the program that calls the
 program's entry point with plain data (see :mod:`teamgym.sandbox.harness`); the problem's helpers (HumanEval's
 ``poly``, ``encode_cyclic``...) and modules are the judge's own, so a program earns a pass only by answering

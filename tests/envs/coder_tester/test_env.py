@@ -330,6 +330,19 @@ def test_jsonl_dataset_end_to_end(tmp_path):
     assert info["test_valid"] == [True, False]
 
 
+def test_mbpp_dataset_end_to_end():
+    env = make(dataset=str(Path(__file__).with_name("fixtures") / "mbpp.jsonl"))
+    for task_id in ("2", "3", "17"):  # the reference code passes every test, through the sandbox
+        assert oracle_team(env, task_id) == 1.0
+    env.reset(seed=0, options={"task_id": "3"})
+    assert "is_not_prime" in env.observe("coder")["prompt"]
+    wrong = act(env, python("def is_not_prime(n):\n    return n % 2 == 0"))
+    assert wrong["gt_verdicts"] == [False, True, False, True]  # 2 is even and prime; 35 odd and not prime
+    assert wrong["reward_terms"]["team"] == 0.5
+    info = act(env, python("assert is_not_prime(9) == True\nassert is_not_prime(7) == True"))
+    assert info["test_valid"] == [True, False]
+
+
 def test_dataset_without_solutions_judges_tests_by_correct_coder_attempts():
     env = make(dataset=str(Path(__file__).with_name("fixtures") / "livecodebench.jsonl"))
     env.reset(seed=0, options={"task_id": "abc001_a"})
