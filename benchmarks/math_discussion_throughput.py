@@ -31,7 +31,7 @@ def measure(env_id: str, policy_name: str, episodes: int, kwargs: dict[str, Any]
         while env.agents:
             agent = env.agent_selection
             if env.terminations[agent] or env.truncations[agent]:
-                summary = env.infos[agent].get("episode", summary)
+                summary = env.infos[agent].get("teamgym_episode", summary)
                 env.step(None)
                 continue
             env.step(policies[agent](env.observe(agent)))

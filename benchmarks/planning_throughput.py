@@ -46,7 +46,7 @@ def measure(env_id: str, kwargs: dict[str, Any], policy: str, episodes: int) -> 
     for seed in range(episodes):
         rows = play_episode(env, lambda agent, obs, info: policies[agent](obs), seed=seed)
         turns += len(rows)
-        successes += bool(rows[-1]["infos"][rows[-1]["agent"]]["episode"]["success"])
+        successes += bool(rows[-1]["infos"][rows[-1]["agent"]]["teamgym_episode"]["success"])
     elapsed = time.perf_counter() - start
     return {"turns": turns, "seconds": elapsed, "success": successes / episodes}
 

@@ -122,16 +122,14 @@ class CheckpointError(TeamGymError, RuntimeError):
 
 
 class DependencyNotInstalled(TeamGymError, ImportError):
-    """An optional dependency is missing; the message names the extra that installs it."""
+    """An optional dependency is missing; the message names the extra that installs it (or ``install``, how to)."""
 
-    def __init__(self, package: str, extra: str, purpose: str = ""):
+    def __init__(self, package: str, extra: str, purpose: str = "", *, install: str = ""):
         self.package = package
         self.extra = extra
         what = f" (needed for {purpose})" if purpose else ""
-        super().__init__(
-            f"the optional dependency {package!r} is not installed{what}: "
-            f"install it with `pip install 'teamgym[{extra}]'`"
-        )
+        fix = install or f"install it with `pip install 'teamgym[{extra}]'`"
+        super().__init__(f"the optional dependency {package!r} is not installed{what}: {fix}")
 
 
 def check_int(name: str, value: Any, minimum: int) -> None:

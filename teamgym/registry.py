@@ -36,6 +36,8 @@ __all__ = ["EnvSpec", "register", "spec", "make", "make_parallel", "list_envs", 
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "teamgym.envs"
+# The envs' own names for their episode length; ``max_cycles`` (PettingZoo's) may not be given with one of them.
+_TURN_LIMITS = ("max_turns", "rounds")
 _ID = re.compile(r"^(?P<name>[A-Za-z_][\w.]*(?:/[A-Za-z_][\w.]*)?)(?:-v(?P<version>\d+))?$")
 
 
@@ -226,6 +228,12 @@ def make(env_id: str, **kwargs: Any) -> AECEnv:
         warnings.warn(f"{env_spec.id} is deprecated: {env_spec.deprecated} (the newest version is {newest})",
                       FutureWarning, stacklevel=2)
     target = env_spec.load()
+    limits = [name for name in _TURN_LIMITS if name in kwargs]
+    if kwargs.get("max_cycles") is not None and limits:
+        raise InvalidArgumentError(
+            f"make({env_spec.id!r}, max_cycles={kwargs['max_cycles']!r}, {limits[0]}={kwargs[limits[0]]!r}): both "
+            "set the episode's length; pass one (max_cycles is PettingZoo's name: one cycle = one step of every agent)"
+        )
     arguments = {**env_spec.kwargs, **kwargs}
     _check_kwargs(env_spec.id, target, arguments)
     env = target(**arguments)

@@ -35,7 +35,7 @@ import numpy as np
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.test import api_test, parallel_api_test, seed_test
 
-from teamgym.core.env import TurnBasedTextEnv
+from teamgym.core.env import EPISODE_KEY, TurnBasedTextEnv
 from teamgym.core.parallel import TurnParallelEnv
 from teamgym.core.rewards import RESERVED_TERMS
 from teamgym.core.spaces import TextSpace
@@ -235,7 +235,7 @@ def _check_step_invariants(env: AECEnv, where: str) -> None:
             assert isinstance(message["content"], str), f"{where}: message content is not str"
     if env.agents and all(env.terminations[a] or env.truncations[a] for a in env.agents):
         for agent in env.agents:
-            episode = env.infos[agent].get("episode")
+            episode = env.infos[agent].get(EPISODE_KEY)
             assert isinstance(episode, dict), f"{where}: finished episode without infos[{agent!r}]['episode']"
             assert {"task_id", "returns", "success", "steps"} <= set(episode), f"{where}: summary lacks keys"
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from teamgym.contrib.episodes import build, builtin_ids, play_constant, play_team, team_names
+from teamgym.core.env import EPISODE_KEY
 from teamgym.errors import InvalidArgumentError
 from teamgym.registry import list_envs
 
@@ -108,8 +109,8 @@ def _hash(rows: list[dict[str, Any]]) -> str:
         "terms": {agent: info.get("reward_terms") for agent, info in row["infos"].items()},
         "messages": {agent: info.get("messages") for agent, info in row["infos"].items()},
         "infra_error": {agent: info.get("infra_error", "") for agent, info in row["infos"].items()},
-        "episode": {agent: {key: info["episode"].get(key) for key in _EPISODE_KEYS}
-                    for agent, info in row["infos"].items() if "episode" in info},
+        "episode": {agent: {key: info[EPISODE_KEY].get(key) for key in _EPISODE_KEYS}
+                    for agent, info in row["infos"].items() if EPISODE_KEY in info},
     } for row in rows]
     text = json.dumps(steps, sort_keys=True, ensure_ascii=True, default=_plain)
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]

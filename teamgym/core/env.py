@@ -40,13 +40,24 @@ key                        meaning
 ``infra_error``            present and non-empty when the env's infrastructure (the sandbox) failed in this step:
                            the sample is not the model's fault, and a trainer should drop it; every agent's terms
                            for the step are 0
-``episode``                (at the end) ``{"task_id", "turns", "steps", "returns", "success", ...}``
+``teamgym_episode``        (at the end) ``{"task_id", "turns", "steps", "returns", "success", ...}``
+                           (:data:`EPISODE_KEY`; ``episode``, its old name, is a deprecated alias until 0.3: Gymnasium
+                           reserves ``info["episode"]`` for ``RecordEpisodeStatistics``)
 ========================== ==========================================================================================
+
+``reward_terms``, ``cumulative_reward_terms``, ``messages``, ``turn`` and ``task_id`` are present at every step, and
+``progress`` and ``state_key`` at every step of an env that reports them; the others come and go.
+:class:`teamgym.wrappers.SingleAgentView` gives libraries that need one key set for every step (Tianshou's buffer) the
+same keys at every step.
+
+``max_cycles`` is PettingZoo's name for the turn limit: one cycle is one step of every agent, which is one turn here,
+so ``max_cycles=N`` (when given) sets ``max_turns=N`` (``make`` refuses both at once).
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -63,15 +74,59 @@ from teamgym.core.spaces import TextSpace
 from teamgym.core.text import clip_text, sanitize_text
 from teamgym.errors import EnvStateError, InvalidActionError, InvalidArgumentError, SnapshotError
 
-__all__ = ["TurnBasedTextEnv", "dead_step_infos", "require_episode"]
+__all__ = ["DEPRECATED_EPISODE_KEY", "EPISODE_KEY", "EpisodeInfo", "TurnBasedTextEnv", "dead_step_infos",
+           "episode_info", "require_episode"]
 
 logger = logging.getLogger(__name__)
+
+EPISODE_KEY = "teamgym_episode"
+"""The key of the episode summary in ``infos[agent]`` (at the end of an episode)."""
+DEPRECATED_EPISODE_KEY = "episode"
+"""The summary's old key, kept as an alias until teamgym 0.3; Gymnasium's ``RecordEpisodeStatistics`` owns it."""
+
+
+class EpisodeInfo(dict):
+    """An agent's info dict holding the episode summary under :data:`EPISODE_KEY` and its deprecated alias.
+
+    Reading the alias (``info["episode"]``, ``info.get("episode")``) still works and warns (``FutureWarning``);
+    ``"episode" in info`` stays true so that old checks keep finding the summary until the alias is removed.
+    """
+
+    def __getitem__(self, key: Any) -> Any:
+        if key == DEPRECATED_EPISODE_KEY:
+            _warn_alias()
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key == DEPRECATED_EPISODE_KEY:
+            _warn_alias()
+        return super().get(key, default)
+
+
+def _warn_alias() -> None:
+    warnings.warn(
+        f'infos[agent]["{DEPRECATED_EPISODE_KEY}"] is deprecated and goes in teamgym 0.3: read '
+        f'infos[agent]["{EPISODE_KEY}"] (teamgym.core.EPISODE_KEY); Gymnasium reserves "episode" for '
+        "RecordEpisodeStatistics",
+        FutureWarning,
+        stacklevel=3,
+    )
+
+
+def episode_info(info: Mapping[str, Any], summary: Mapping[str, Any]) -> EpisodeInfo:
+    """A copy of ``info`` with ``summary`` under :data:`EPISODE_KEY` (and the deprecated alias)."""
+    out = EpisodeInfo({k: v for k, v in info.items() if k != DEPRECATED_EPISODE_KEY})
+    out[EPISODE_KEY] = summary
+    dict.__setitem__(out, DEPRECATED_EPISODE_KEY, summary)
+    return out
 
 class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
     """Base class of turn-based cooperative text envs whose agents are LLM roles.
 
     Args:
         max_turns: rounds before truncation.
+        max_cycles: PettingZoo's name for the same limit (one cycle = one step of every agent = one turn); when
+            given, it sets ``max_turns``.
         alpha: weight of the team term, one float or a dict per agent (missing agents: 1.0).
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the transcript) or ``"human"`` (prints it).
         max_prompt_chars: observations longer than this are clipped in the middle.
@@ -92,8 +147,12 @@ class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
         max_prompt_chars: int = 32_768,
         max_action_chars: int = 65_536,
         agents: Sequence[str] | None = None,
+        max_cycles: int | None = None,
     ):
         super().__init__()
+        if max_cycles is not None:
+            _check_int("max_cycles", max_cycles, 1)
+            max_turns = max_cycles
         names = tuple(agents) if agents is not None else tuple(self.roles)
         if not names or len(set(names)) != len(names) or not all(isinstance(a, str) and a for a in names):
             raise InvalidArgumentError(f"agents={names!r}: expected distinct non-empty names, e.g. ('coder', 'tester')")
@@ -359,13 +418,11 @@ class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
             if state_key is not None:
                 info["state_key"] = state_key
             info.update(extra.get(a, {}))
-            if summary is not None:
-                info["episode"] = summary
-            self.infos[a] = info
+            self.infos[a] = episode_info(info, summary) if summary is not None else info
 
     def episode_summary(self) -> dict[str, Any]:
         """The episode so far: task id, turns, steps, returns and team returns per agent, success, truncation,
-        and the env's own extras (the same dict the last step puts in ``infos[agent]["episode"]``)."""
+        and the env's own extras (the same dict the last step puts in ``infos[agent]["teamgym_episode"]``)."""
         returns = {a: mix(self._episode_terms.get(a, zero_terms()), self.alpha[a]) for a in self.possible_agents}
         team = {a: self._episode_terms.get(a, zero_terms())["team"] for a in self.possible_agents}
         summary = {
@@ -415,7 +472,8 @@ def dead_step_infos(infos: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[st
     """``infos`` after a dead step: PettingZoo's dead step clears every reward, so the reward terms that explain them
     are cleared too (``rewards == alpha * team + local`` holds), keeping their names (a dead step changes values in
     ``infos``, never keys). For the base class and for wrappers that keep their own views."""
-    return {a: {**info, "reward_terms": dict.fromkeys(info["reward_terms"], 0.0)} for a, info in infos.items()}
+    cleared = {a: {**info, "reward_terms": dict.fromkeys(info["reward_terms"], 0.0)} for a, info in infos.items()}
+    return {a: episode_info(info, info[EPISODE_KEY]) if EPISODE_KEY in info else info for a, info in cleared.items()}
 
 
 def _before_reset(env: AECEnv, method: str) -> EnvStateError:

@@ -124,3 +124,5 @@ class TextSpace(spaces.Text):
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable (RNG state), like Gymnasium spaces
+
+import teamgym.core.vector  # noqa: E402,F401  (registers TextSpace with gymnasium.vector.utils)

@@ -30,6 +30,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from teamgym.core.env import EPISODE_KEY
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError, check_int
 from teamgym.integrations.partners import PartnerSpec, check_partners, resolve_partners
 from teamgym.rollout.engine import default_prompt
@@ -140,7 +141,7 @@ def agent_classes(*, partners: Mapping[str, PartnerSpec] | None = None, env_kwar
             done = bool(terminated or truncated or self.turns >= max_turns)
             text = "" if done else feedback(self.env, self.role)
             logs = {"teamgym_return": self.episode_return, "teamgym_turns": float(self.turns),
-                    "teamgym_success": float(bool(info.get("episode", {}).get("success", False)))}
+                    "teamgym_success": float(bool(info.get(EPISODE_KEY, {}).get("success", False)))}
             if done:
                 self.view.close()
             return {"rewards": torch.tensor(float(reward)), "scores": self.episode_return,

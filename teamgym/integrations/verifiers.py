@@ -24,6 +24,7 @@ import asyncio
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from teamgym.core.env import EPISODE_KEY
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.integrations.partners import PartnerSpec, check_partners, resolve_partners
 
@@ -151,4 +152,4 @@ class TeamgymEnv(vf.Env[TeamgymEnvConfig]):
         trace = interaction.trace
         trace.record_reward("teamgym_reward", sum(rewards), 1.0)
         trace.info["teamgym_turn_rewards"] = rewards
-        trace.info["teamgym_success"] = bool(info.get("episode", {}).get("success", False))
+        trace.info["teamgym_success"] = bool(info.get(EPISODE_KEY, {}).get("success", False))

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from teamgym.algos import get_advantage
+from teamgym.core.env import EPISODE_KEY
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.integrations.partners import PartnerSpec, check_partners, resolve_partners
 
@@ -191,7 +192,7 @@ class _LoopBody:
                 logprobs += [0.0] * len(feedback)
         view.close()
         cut = self.response_length
-        episode = info.get("episode", {})
+        episode = info.get(EPISODE_KEY, {})
         return agent_loop.AgentLoopOutput(
             prompt_ids=prompt_ids, response_ids=response_ids[:cut], response_mask=response_mask[:cut],
             response_logprobs=logprobs[:cut], reward_score=float(sum(turn_rewards)),

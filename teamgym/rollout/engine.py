@@ -91,7 +91,7 @@ class RolloutResult:
 
     Attributes:
         batch: one row per candidate.
-        episodes: one summary per episode (the env's ``infos[agent]["episode"]`` plus ``episode_id``).
+        episodes: one summary per episode (the env's ``infos[agent]["teamgym_episode"]`` plus ``episode_id``).
         continuations: one summary per continued candidate (``TreeSampling.continue_unchosen``), likewise; not
             counted in :attr:`success_rate`, which follows the episodes' chosen paths.
         completions: completions generated (the sampling budget spent).

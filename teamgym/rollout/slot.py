@@ -21,6 +21,7 @@ import numpy as np
 
 from teamgym.algos import choose_greedy, choose_top_m
 from teamgym.core import TurnBasedTextEnv
+from teamgym.core.env import EPISODE_KEY
 from teamgym.core.rewards import mix
 
 __all__ = ["NodeView", "Scored", "EnvSlot", "SlotPool", "LocalSlots"]
@@ -220,9 +221,9 @@ class EnvSlot:
         return all(env.terminations.get(a, False) or env.truncations.get(a, False) for a in env.agents)
 
     def summary(self, episode_id: str) -> dict[str, Any]:
-        """The env's episode summary (``infos[agent]["episode"]``) with ``episode_id`` added."""
+        """The env's episode summary (``infos[agent]["teamgym_episode"]``) with ``episode_id`` added."""
         for agent in self.env.agents:
-            episode = self.env.infos.get(agent, {}).get("episode")
+            episode = self.env.infos.get(agent, {}).get(EPISODE_KEY)
             if episode is not None:
                 return {**episode, "episode_id": episode_id}
         return {"episode_id": episode_id, "task_id": getattr(self.env, "task_id", None), "success": False}

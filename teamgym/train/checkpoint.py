@@ -2,8 +2,8 @@
 
 Layout: ``<output_dir>/checkpoints/step_00000010/{state.pt, manifest.json}``. The manifest records the step and the
 SHA-256 and size of every file; a checkpoint whose manifest is missing or whose files do not match it (a ``kill -9``
-mid-write leaves only a ``.tmp-*`` dir, but a disk error or a manual edit can corrupt a finished one) is skipped
-with a warning naming it, and the previous one is used.
+mid-write leaves only a ``.tmp-*`` dir, which the next run removes as it starts, but a disk error or a manual edit can
+corrupt a finished one) is skipped with a warning naming it, and the previous one is used.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import torch
 from teamgym.errors import CheckpointError
 from teamgym.train.run_dir import list_checkpoints
 
-__all__ = ["save_checkpoint", "load_latest_checkpoint", "list_checkpoints", "verify_checkpoint"]
+__all__ = ["save_checkpoint", "load_latest_checkpoint", "list_checkpoints", "remove_stale_writes", "verify_checkpoint"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +72,19 @@ def save_checkpoint(root: str | Path, step: int, state: dict[str, Any], *, keep:
     for old in list_checkpoints(root.parent)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def remove_stale_writes(output_dir: str | Path) -> list[Path]:
+    """Delete the ``.tmp-step_*`` dirs that interrupted writes left in ``output_dir/checkpoints``; returns them.
+
+    Called as a run starts or resumes: a run owns its output dir, so no other write can be in flight there.
+    """
+    root = Path(output_dir) / "checkpoints"
+    stale = sorted(p for p in root.glob(".tmp-step_*") if p.is_dir()) if root.is_dir() else []
+    for path in stale:
+        logger.warning("removing %s, left by an interrupted checkpoint write", path)
+        shutil.rmtree(path, ignore_errors=True)
+    return stale
 
 
 def verify_checkpoint(path: str | Path) -> str | None:

@@ -115,7 +115,10 @@ class TrainConfig:
         heldout_offset: procedural envs: held-out task ids are ``heldout_offset + i``; training draws ids below it.
         checkpoint_every: write a checkpoint every N steps (the last step always gets one).
         keep_checkpoints: checkpoints kept on disk (older ones are deleted after a new one is verified).
-        env_workers: threads stepping envs in parallel (sandbox envs release the GIL).
+        env_workers: threads stepping envs in parallel (sandbox envs release the GIL); ``env_backend="local"`` only.
+        env_backend: where the rollout envs live: ``local`` (this process, ``env_workers`` threads) or ``ray`` (one
+            Ray actor per env, :class:`teamgym.rollout.ray_backend.RaySlots`; needs ``teamgym[ray]``; starts a local
+            Ray instance unless one is initialised).
         rollout_waves: split each rollout's episodes into this many waves; a wave's env work (steps, the sandbox)
             then runs in a background thread while the next wave generates. 1 = lockstep, one ``generate`` call per
             model per step. Worth it where generation is batched by the engine anyway (vLLM) or the env is slow
@@ -167,6 +170,7 @@ class TrainConfig:
     checkpoint_every: int = 10
     keep_checkpoints: int = 2
     env_workers: int = 0
+    env_backend: str = "local"
     rollout_waves: int = 1
     torch_threads: int = 1
     tensorboard: bool = False
@@ -195,6 +199,7 @@ class TrainConfig:
         _check_alpha(self.alpha)
         check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))
         check_choice("sft_schedule", self.sft_schedule, ("cosine", "constant"))
+        check_choice("env_backend", self.env_backend, ("local", "ray"))
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
             raise InvalidArgumentError(f"config field device={self.device!r}: expected 'cpu' or 'cuda' (or 'cuda:N')")
         if self.model != "tiny" and not Path(self.model).exists():

@@ -1,9 +1,11 @@
 """Metrics: each RL step's row (:func:`step_metrics`, keys in docs/training.md), one JSON row per step in
-``metrics.jsonl`` (rewritten safely on resume), optional TensorBoard / W&B, and the learning-curve plot written at the
-end of a run."""
+``metrics.jsonl`` (rewritten safely on resume) and the same rows in ``metrics.csv``, optional TensorBoard / W&B, and
+the learning-curve plot written at the end of a run. Step N is the state after N RL updates (the first row is step 1)
+in every one of them."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -20,9 +22,10 @@ from teamgym.rollout.engine import RolloutResult
 from teamgym.train.columns import batch_columns
 from teamgym.train.update import UpdateStats
 
-__all__ = ["MetricsLogger", "plot_learning_curves", "read_metrics", "step_metrics"]
+__all__ = ["MetricsLogger", "heldout_points", "plot_learning_curves", "plot_steps", "read_metrics", "step_metrics"]
 
 METRICS_FILE = "metrics.jsonl"
+CSV_FILE = "metrics.csv"
 
 
 def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
@@ -44,7 +47,7 @@ def step_metrics(step: int, result: RolloutResult, advantages: torch.Tensor, sta
     """The ``metrics.jsonl`` row of one RL step (docs/training.md, "Outputs", lists the keys).
 
     Args:
-        step: the step index.
+        step: the step number: N for the rollout and update that make the state after N RL updates (1-based).
         result: the step's rollout (its whole batch, infrastructure errors included).
         advantages: ``(N,)`` the advantages of the rows trained on.
         stats: the last epoch's update statistics.
@@ -101,8 +104,12 @@ class MetricsLogger:
 
     Args:
         output_dir: the run directory.
-        resume_step: steps already completed by the checkpoint being resumed: rows with ``step >= resume_step`` (written
+        resume_step: steps already completed by the checkpoint being resumed: rows with ``step > resume_step`` (written
             after that checkpoint, before a crash) are dropped so that no step appears twice.
+
+    ``metrics.csv`` holds the same rows: its columns are every key seen so far, in order of first appearance; a row
+    with a new key (``eval/success`` on evaluation steps...) rewrites the file with the wider header, so every line
+    has the header's columns (empty where a row has no value).
         tensorboard, wandb: mirror rows to these backends.
         run_config: stored with the W&B run.
     """
@@ -110,12 +117,15 @@ class MetricsLogger:
     def __init__(self, output_dir: str | Path, *, resume_step: int = 0, tensorboard: bool = False,
                  wandb: bool = False, run_config: Mapping[str, Any] | None = None):
         self.path = Path(output_dir) / METRICS_FILE
-        kept = [r for r in read_metrics(output_dir) if r.get("step", -1) < resume_step]
+        kept = [r for r in read_metrics(output_dir) if r.get("step", math.inf) <= resume_step]
         tmp = self.path.with_suffix(".jsonl.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
             for row in kept:
                 fh.write(json.dumps(row) + "\n")
         os.replace(tmp, self.path)
+        self.csv_path = Path(output_dir) / CSV_FILE
+        self._columns: list[str] = []
+        self._rewrite_csv(kept)
         self._tb = None
         self._wandb = None
         if tensorboard:
@@ -139,6 +149,11 @@ class MetricsLogger:
             fh.write(json.dumps(clean) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+        if any(key not in self._columns for key in clean):
+            self._rewrite_csv(read_metrics(self.path.parent))
+        else:
+            with open(self.csv_path, "a", encoding="utf-8", newline="") as fh:
+                csv.DictWriter(fh, self._columns).writerow(clean)
         step = int(clean["step"])
         numbers = {k: v for k, v in clean.items() if isinstance(v, (int, float)) and k != "step"}
         if self._tb is not None:
@@ -146,6 +161,17 @@ class MetricsLogger:
                 self._tb.add_scalar(key, value, step)
         if self._wandb is not None:
             self._wandb.log(numbers, step=step)
+
+    def _rewrite_csv(self, rows: list[dict[str, Any]]) -> None:
+        """Write ``metrics.csv`` from ``rows`` with a header of every key they hold (atomically)."""
+        for row in rows:
+            self._columns += [key for key in row if key not in self._columns]
+        tmp = self.csv_path.with_suffix(".csv.tmp")
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            writer = csv.DictWriter(fh, self._columns)
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, self.csv_path)
 
     def close(self) -> None:
         if self._tb is not None:
@@ -170,6 +196,23 @@ def _smooth(values: list[float], window: int = 10) -> list[float]:
     return out
 
 
+def plot_steps(rows: list[dict[str, Any]]) -> list[int]:
+    """The plot's x values of ``metrics.jsonl`` rows: their ``step`` (the state after that many RL updates)."""
+    return [int(r["step"]) for r in rows]
+
+
+def heldout_points(rows: list[dict[str, Any]], evals: Mapping[str, float | None], *,
+                   sampled: bool = False) -> list[tuple[int, float]]:
+    """The held-out success curve, ``(step, success)``: after the warm start at step 0, every ``eval_every`` steps
+    (the rows' ``eval/success``), and the final evaluation at the last step."""
+    suffix, key = ("_sampled", "eval/sampled_success") if sampled else ("", "eval/success")
+    steps = plot_steps(rows)
+    points = [(0, evals.get(f"after_sft{suffix}"))]
+    points += [(step, r.get(key)) for step, r in zip(steps, rows) if r.get(key) is not None]
+    points.append((steps[-1] if steps else 0, evals.get(f"after{suffix}")))
+    return [(x, y) for x, y in points if y is not None]
+
+
 def plot_learning_curves(output_dir: str | Path, *, evals: Mapping[str, float | None] | None = None) -> Path:
     """Write ``learning_curves.png``: reward per agent, training and held-out success, entropy and KL.
 
@@ -185,8 +228,7 @@ def plot_learning_curves(output_dir: str | Path, *, evals: Mapping[str, float | 
         raise DependencyNotInstalled("matplotlib", "plot", "the learning-curve plot") from None
     rows = read_metrics(output_dir)
     evals = dict(evals or {})
-    steps = [r["step"] + 1 for r in rows]
-    last = steps[-1] if steps else 0
+    steps = plot_steps(rows)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     reward_keys = sorted(k for k in (rows[0] if rows else {}) if k.startswith("reward/") and k.endswith("/mixed"))
     for key in reward_keys:
@@ -197,11 +239,7 @@ def plot_learning_curves(output_dir: str | Path, *, evals: Mapping[str, float | 
     axes[1].plot(steps, _smooth([r.get("success") or 0.0 for r in rows]), alpha=0.5,
                  label="training episodes, tree path (10-step mean)")
     for suffix, label in (("", "greedy"), ("_sampled", "sampled")):
-        key = "eval/success" if not suffix else "eval/sampled_success"
-        points = [(0, evals.get(f"after_sft{suffix}"))]
-        points += [(r["step"] + 1, r.get(key)) for r in rows if r.get(key) is not None]
-        points.append((last, evals.get(f"after{suffix}")))
-        points = [(x, y) for x, y in points if y is not None]
+        points = heldout_points(rows, evals, sampled=bool(suffix))
         if points:
             axes[1].plot(*zip(*points, strict=True), "o-", label=f"held-out, {label}")
     if evals.get("before") is not None:

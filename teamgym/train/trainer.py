@@ -7,6 +7,10 @@ sampling generator, the engine's generator, Python's ``random``) is saved in the
 and the estimator's state, so ``--resume`` continues the exact run: a run interrupted at any point (even ``kill -9``)
 and resumed writes each step once to ``metrics.jsonl`` and ends with the same weights as an uninterrupted one.
 
+Step numbers: step N is the state after N RL updates, everywhere (the ``step`` of ``metrics.jsonl``/``metrics.csv``
+rows and of TensorBoard/W&B points, ``checkpoints/step_0000000N``, ``batches/step_00000N.jsonl``, the plot's x-axis,
+the log). The first RL row is step 1; the checkpoint written after the warm start is step 0.
+
 The pieces live beside it: the policies and their optimizers (:mod:`teamgym.train.policies`), what samples the
 rollouts (:class:`teamgym.rollout.samplers.Samplers`), the estimator (:mod:`teamgym.train.estimators`, fed by
 :mod:`teamgym.train.columns`), alpha (:mod:`teamgym.train.alpha`), the update (:mod:`teamgym.train.update`), tasks and
@@ -16,6 +20,7 @@ evaluation (:mod:`teamgym.train.evaluation`) and each step's metrics (:mod:`team
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -37,9 +42,9 @@ from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.engine import ChatPrompt, RolloutEngine, RolloutResult, TreeSampling, task_seed
 from teamgym.rollout.samplers import Samplers, distinct_policies
 from teamgym.rollout.sampling import SamplingParams
-from teamgym.rollout.slot import LocalSlots
+from teamgym.rollout.slot import LocalSlots, SlotPool
 from teamgym.train.alpha import TrainingAlpha
-from teamgym.train.checkpoint import load_latest_checkpoint, save_checkpoint
+from teamgym.train.checkpoint import load_latest_checkpoint, remove_stale_writes, save_checkpoint
 from teamgym.train.columns import usable_rows
 from teamgym.train.config import TrainConfig
 from teamgym.train.estimators import estimate, make_estimator
@@ -92,7 +97,7 @@ class Trainer:
         self.max_tokens = config.sampling.max_new_tokens or self.preset.max_tokens
         self.samplers = Samplers(self.policies, config.sampling.backend, model=config.model, device=config.device,
                                  seed=config.seed, vllm=config.vllm)
-        slots = LocalSlots(self._env_fn, self.preset.prompt, workers=config.env_workers)
+        slots = self._slots()
         self.engine = RolloutEngine(slots, self.samplers.by_role, tree=config.tree_sampling, seed=config.seed,
                                     sampling=SamplingParams(temperature=config.sampling.temperature,
                                                             max_tokens=self.max_tokens),
@@ -109,6 +114,15 @@ class Trainer:
 
     def _env_fn(self) -> Any:
         return make(self.config.env_id, **self.env_kwargs)
+
+    def _slots(self) -> SlotPool:
+        """The rollout envs: in this process (threads) or one Ray actor each (``env_backend="ray"``)."""
+        if self.config.env_backend == "ray":
+            from teamgym.rollout.ray_backend import RaySlots
+
+            # Actors get a picklable env factory, not this trainer (which holds the models).
+            return RaySlots(functools.partial(make, self.config.env_id, **self.env_kwargs), self.preset.prompt)
+        return LocalSlots(self._env_fn, self.preset.prompt, workers=self.config.env_workers)
 
     def close(self) -> None:
         """Close the rollout envs and the samplers that hold resources (vLLM engines as Ray actors)."""
@@ -212,10 +226,12 @@ class Trainer:
         """Run (or resume) to ``config.steps``; returns the summary also written to ``summary.json``."""
         self._started = time.perf_counter()
         c = self.config
+        remove_stale_writes(self.output_dir)
         loaded = load_latest_checkpoint(self.output_dir) if self.resume else None
         if loaded is not None:
             self.load_state_dict(loaded[1])
-            logger.info("resumed from step %d", self.step)
+            logger.info("resumed from step %d (checkpoint step_%08d: %d RL updates done), continuing with step %d",
+                        self.step, self.step, self.step, self.step + 1)
         elif self.resume:
             logger.info("no checkpoint in %s: starting from scratch", self.output_dir)
         self.output_dir.mkdir(parents=True, exist_ok=True)
@@ -307,7 +323,7 @@ class Trainer:
                                   reference=self.reference)
         self.samplers.sync()
         update_seconds = time.perf_counter() - update_tic
-        row = step_metrics(self.step, result, advantages, stats, rollout=self.rollout_mode, gamma=c.gamma,
+        row = step_metrics(self.step + 1, result, advantages, stats, rollout=self.rollout_mode, gamma=c.gamma,
                            seconds=time.perf_counter() - tic, update_seconds=update_seconds,
                            dropped=int(usable.numel() - usable.sum()))
         row.update({f"alpha/{agent}": value for agent, value in alphas.items()})
@@ -319,8 +335,9 @@ class Trainer:
         self, batch: AgentTurnBatch, usable: torch.Tensor, rewards: torch.Tensor, advantages: torch.Tensor,
         keep: torch.Tensor,
     ) -> None:
-        """``batches/step_N.jsonl``: every row, with the reward the estimator saw, its advantage (None for rows the
-        update did not use) and why a row was dropped (``infra_error``, ``zero_variance``)."""
+        """``batches/step_N.jsonl`` (N: the step this update completes): every row, with the reward the estimator
+        saw, its advantage (None for rows the update did not use) and why a row was dropped (``infra_error``,
+        ``zero_variance``)."""
         count = len(batch)
         mixed: list[float | None] = [None] * count
         advantage: list[float | None] = [None] * count
@@ -333,7 +350,7 @@ class Trainer:
                 dropped[row] = "zero_variance"
         (self.output_dir / "batches").mkdir(exist_ok=True)
         batch.to_jsonl(
-            self.output_dir / "batches" / f"step_{self.step:06d}.jsonl",
+            self.output_dir / "batches" / f"step_{self.step + 1:06d}.jsonl",  # the step this rollout trains
             extra={"mixed_reward": mixed, "advantage": advantage, "dropped": dropped},
         )
 

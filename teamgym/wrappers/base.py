@@ -24,7 +24,7 @@ from typing import Any
 from pettingzoo import AECEnv
 from pettingzoo.utils import BaseWrapper
 
-from teamgym.core.env import dead_step_infos, require_episode
+from teamgym.core.env import EPISODE_KEY, dead_step_infos, episode_info, require_episode
 from teamgym.core.rewards import RewardTerms, add_terms, zero_terms
 from teamgym.errors import InvalidArgumentError, SnapshotError
 
@@ -190,8 +190,8 @@ class RewardWrapper(TextEnvWrapper):
         info["reward_terms"] = dict(terms)
         info["cumulative_reward_terms"] = dict(self._cumulative_terms[agent])
         info.update(self._step_info(agent))
-        if isinstance(info.get("episode"), Mapping):
-            info["episode"] = {**info["episode"], "returns": dict(self._returns)}
+        if isinstance(info.get(EPISODE_KEY), Mapping):
+            return episode_info(info, {**info[EPISODE_KEY], "returns": dict(self._returns)})
         return info
 
     def _after_dead_step(self) -> None:

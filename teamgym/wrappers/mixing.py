@@ -32,6 +32,7 @@ from typing import Any
 from pettingzoo import AECEnv
 
 from teamgym.algos import AlphaMixer
+from teamgym.core.env import EPISODE_KEY
 from teamgym.core.rewards import RewardTerms, mix
 from teamgym.errors import InvalidArgumentError
 from teamgym.wrappers.base import RewardWrapper
@@ -125,7 +126,7 @@ class RewardMixing(RewardWrapper):
         if self.mixer is None or not self.update_mixer:
             return
         summary = (
-            next((self.infos[a].get("episode") for a in self.infos if "episode" in self.infos[a]), None) or {}
+            next((self.infos[a].get(EPISODE_KEY) for a in self.infos if EPISODE_KEY in self.infos[a]), None) or {}
         )
         self.mixer.update(
             {"team_return": team_return(self._team), "success": float(bool(summary.get("success")))}

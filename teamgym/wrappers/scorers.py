@@ -22,6 +22,7 @@ from typing import Any
 
 from pettingzoo import AECEnv
 
+from teamgym.core.env import EPISODE_KEY
 from teamgym.core.outcome import Policy
 from teamgym.errors import InvalidArgumentError
 from teamgym.wrappers.mixing import team_return
@@ -163,7 +164,7 @@ class MonteCarloScorer(StepScorer):
             return team_return(team)
         if not finished or not base.agents:
             return 0.0
-        return float(bool(base.infos[base.agents[0]].get("episode", {}).get("success", False)))
+        return float(bool(base.infos[base.agents[0]].get(EPISODE_KEY, {}).get("success", False)))
 
     def _policy_for(self, agent: str) -> Policy:
         if not isinstance(self.policy, Mapping):

@@ -9,6 +9,19 @@ agent's turn again or the episode ends. The reward is the agent's cumulative rew
 ``info`` is the agent's ``infos`` entry. Observation and action spaces are the agent's. Passes
 ``gymnasium.utils.env_checker.check_env``.
 
+Infos keep one key set for the whole episode, as libraries that stack them into arrays need (Tianshou's buffer
+flags a key that appears only at the end as missing values): at ``reset`` and every ``step`` the info holds the env's
+per-step keys (``reward_terms``, ``cumulative_reward_terms``, ``messages``, ``turn``, ``task_id``, and ``progress`` /
+``state_key`` where the env reports them), the env's own diagnostics, and always
+
+* ``action_flags``: what was done to the agent's last completion (``sanitized``, ``clipped``; both false at reset);
+* ``infra_error``: ``""``, or why the infrastructure failed during the last step;
+* ``teamgym_episode``: the episode so far (the base env's ``episode_summary()``), and at the end the final summary.
+
+``info["episode"]`` stays free for Gymnasium's ``RecordEpisodeStatistics``: the view never carries the base env's
+deprecated alias. A diagnostic key that an env gives only at some steps (e.g. ``distance_to_goal``) keeps its last
+value once it appeared.
+
 If the partners end an episode before the agent's first turn (possible with env-chosen order), ``reset``
 starts another one (unseeded, so the env's RNG carries on from the seed: still deterministic), up to
 ``max_resets`` times; ``info["skipped_episodes"]`` counts them.
@@ -32,10 +45,13 @@ from typing import Any
 import gymnasium
 from pettingzoo import AECEnv
 
+from teamgym.core.env import DEPRECATED_EPISODE_KEY, EPISODE_KEY
 from teamgym.core.outcome import Policy
 from teamgym.errors import EnvStateError, InvalidArgumentError
 
 __all__ = ["SingleAgentView"]
+
+_NO_FLAGS = {"sanitized": False, "clipped": False}
 
 
 class SingleAgentView(gymnasium.Env):
@@ -105,12 +121,16 @@ class SingleAgentView(gymnasium.Env):
         self.action_space = env.action_space(agent)
         self.render_mode = getattr(env, "render_mode", None)
         self.metadata = {"render_modes": list(getattr(env, "metadata", {}).get("render_modes", []))}
+        self._action_flags = dict(_NO_FLAGS)
+        self._last_info: dict[str, Any] = {}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the env, play the partners until the agent's turn; returns ``(observation, info)``."""
         super().reset(seed=seed)
+        self._action_flags = dict(_NO_FLAGS)
+        self._last_info = {}
         self.env.reset(seed=seed, options=options)
         self._play_partners()
         skipped = 0
@@ -136,6 +156,7 @@ class SingleAgentView(gymnasium.Env):
                 "reset()"
             )
         self.env.step(action)
+        self._action_flags = dict(self.env.infos.get(self.agent, {}).get("action_flags", _NO_FLAGS))
         self._play_partners()
         reward = float(self.env._cumulative_rewards.get(self.agent, 0.0))
         terminated = bool(self.env.terminations.get(self.agent, True))
@@ -177,4 +198,12 @@ class SingleAgentView(gymnasium.Env):
         return copy.deepcopy(self.env.observe(self.agent))
 
     def _info(self) -> dict[str, Any]:
-        return dict(self.env.infos.get(self.agent, {}))
+        info = {k: v for k, v in self.env.infos.get(self.agent, {}).items() if k != DEPRECATED_EPISODE_KEY}
+        info["action_flags"] = dict(self._action_flags)
+        info.setdefault("infra_error", "")
+        summary = getattr(self.env.unwrapped, "episode_summary", None)
+        if EPISODE_KEY not in info and summary is not None:
+            info[EPISODE_KEY] = summary()
+        info = {**self._last_info, **info}  # a diagnostic seen earlier in the episode keeps its key
+        self._last_info = info
+        return info

@@ -13,7 +13,7 @@ handled by this wrapper, as in PettingZoo.
 >>> env.reset(seed=0, options={"task_id": "apple"})
 >>> env.step("hello")
 >>> env.step("no idea")
->>> env.truncations, env.infos["listener"]["episode"]["truncated"]
+>>> env.truncations, env.infos["listener"]["teamgym_episode"]["truncated"]
 ({'speaker': True, 'listener': True}, True)
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from pettingzoo import AECEnv
 
-from teamgym.core.env import dead_step_infos, require_episode
+from teamgym.core.env import dead_step_infos, episode_info, require_episode
 from teamgym.errors import InvalidActionError, InvalidArgumentError
 from teamgym.wrappers.base import TextEnvWrapper
 
@@ -117,7 +117,7 @@ class TurnLimit(TextEnvWrapper):
             "_cumulative_rewards": dict(self.env._cumulative_rewards),
             "terminations": dict(self.env.terminations),
             "truncations": {a: True for a in agents},
-            "infos": {a: {**self.env.infos[a], "episode": dict(summary)} for a in agents},
+            "infos": {a: episode_info(self.env.infos[a], dict(summary)) for a in agents},
             "agent_selection": self.env.agent_selection,
         }
 

@@ -22,7 +22,7 @@ def test_oracle_team_solves_and_summary_is_reported():
     assert [r["agent"] for r in rows] == ["speaker", "listener"]
     final = rows[-1]["infos"]["listener"]
     assert final["reward_terms"] == {"team": 1.0, "local": 0.5, "echo": 0.5}
-    episode = final["episode"]
+    episode = final["teamgym_episode"]
     assert episode["success"] is True
     assert episode["steps"] == 2 and episode["turns"] == 1
     assert episode["returns"] == {"speaker": 0.0, "listener": 1.5}
@@ -47,7 +47,7 @@ def test_truncation_after_max_turns_and_dead_steps():
     for _ in range(4):
         env.step("")
     assert all(env.truncations.values()) and not any(env.terminations.values())
-    assert env.infos["speaker"]["episode"]["turns"] == 2
+    assert env.infos["speaker"]["teamgym_episode"]["turns"] == 2
     assert env.observe("speaker")["turn"] == 2
     with pytest.raises(InvalidActionError, match="pass None"):
         env.step("more")

@@ -22,7 +22,7 @@ def test_summary_returns_include_terms_given_to_other_agents() -> None:
     env = SharedTeamRelayEnv()
     speaker, listener = env.scripted_policy("speaker"), env.scripted_policy("listener")
     rows = play_episode(env, lambda agent, obs, info: speaker(obs) if agent == "speaker" else listener(obs), seed=1)
-    episode = rows[-1]["infos"]["speaker"]["episode"]
+    episode = rows[-1]["infos"]["speaker"]["teamgym_episode"]
     assert episode["team_returns"] == {"speaker": 1.0, "listener": 1.0}
     assert episode["returns"] == {"speaker": 1.0, "listener": 1.5}
 
@@ -33,17 +33,17 @@ def test_summary_returns_survive_snapshot_and_restore() -> None:
     env.step("apple")
     snap = env.snapshot()
     env.step("apple")
-    first = env.infos["speaker"]["episode"]["returns"]
+    first = env.infos["speaker"]["teamgym_episode"]["returns"]
     env.restore(snap)
     env.step("apple")
-    assert env.infos["speaker"]["episode"]["returns"] == first == {"speaker": 1.0, "listener": 1.5}
+    assert env.infos["speaker"]["teamgym_episode"]["returns"] == first == {"speaker": 1.0, "listener": 1.5}
 
 
 def test_summary_returns_use_each_agents_alpha() -> None:
     env = SharedTeamRelayEnv(alpha={"speaker": 2.0})
     speaker, listener = env.scripted_policy("speaker"), env.scripted_policy("listener")
     rows = play_episode(env, lambda agent, obs, info: speaker(obs) if agent == "speaker" else listener(obs), seed=1)
-    episode = rows[-1]["infos"]["speaker"]["episode"]
+    episode = rows[-1]["infos"]["speaker"]["teamgym_episode"]
     assert episode["team_returns"] == {"speaker": 1.0, "listener": 1.0}
     assert episode["returns"] == {"speaker": 2.0, "listener": 1.5}
     assert rows[-1]["rewards"]["speaker"] == 2.0

@@ -114,7 +114,7 @@ def test_openrlhfs_executor_plays_a_role_and_its_rewards_are_the_envs(tally_regi
         rewards.append(reward)
     assert out["reward"] == pytest.approx(sum(rewards)) == out["extra_logs"]["teamgym_return"]
     assert out["scores"] == pytest.approx(sum(rewards))
-    assert out["extra_logs"]["teamgym_success"] == float(info.get("episode", {}).get("success", False))
+    assert out["extra_logs"]["teamgym_success"] == float(info.get("teamgym_episode", {}).get("success", False))
     # The episode ended in the env, or OpenRLHF's token budget (max_length) ran out first.
     assert terminated or truncated or len(out["observation_tokens"]) >= 4096
     # Rollout logprobs: one per token (0 on the observations), the engine's on the actions.

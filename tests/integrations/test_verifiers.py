@@ -145,7 +145,7 @@ def test_an_episode_through_verifiers_rollout_earns_the_envs_rewards(tally_regis
         expected.append(reward)
     assert turn_rewards == pytest.approx(expected)
     assert trace.rewards["teamgym_reward"].score == pytest.approx(sum(expected))
-    assert trace.info["teamgym_success"] == bool(info.get("episode", {}).get("success", False))
+    assert trace.info["teamgym_success"] == bool(info.get("teamgym_episode", {}).get("success", False))
     # The model saw the role's observations as user turns, in order, and its own replies as assistant turns.
     last = chat.requests[-1]["messages"]
     users = [m["content"] for m in last if m["role"] == "user"]

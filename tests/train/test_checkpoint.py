@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import csv
 import logging
 
 import pytest
 import torch
 
 from teamgym.errors import CheckpointError
-from teamgym.train.checkpoint import list_checkpoints, load_latest_checkpoint, save_checkpoint, verify_checkpoint
+from teamgym.train.checkpoint import (
+    list_checkpoints,
+    load_latest_checkpoint,
+    remove_stale_writes,
+    save_checkpoint,
+    verify_checkpoint,
+)
 from teamgym.train.metrics import MetricsLogger, read_metrics
 
 
@@ -64,9 +71,35 @@ def test_no_checkpoint_is_none(tmp_path):
 
 def test_metrics_rows_after_the_resumed_checkpoint_are_dropped(tmp_path):
     logger = MetricsLogger(tmp_path)
-    for step in range(5):
+    for step in range(1, 6):
         logger.log({"step": step, "x": float(step)})
     with open(tmp_path / "metrics.jsonl", "a") as fh:
-        fh.write('{"step": 5, "x"')  # a torn line from a crash mid-write
-    MetricsLogger(tmp_path, resume_step=3)
-    assert [r["step"] for r in read_metrics(tmp_path)] == [0, 1, 2]
+        fh.write('{"step": 6, "x"')  # a torn line from a crash mid-write
+    MetricsLogger(tmp_path, resume_step=3)  # checkpoint step_00000003: the state after step 3's update
+    assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 3]
+    with open(tmp_path / "metrics.csv", newline="") as fh:
+        assert [row["step"] for row in csv.DictReader(fh)] == ["1", "2", "3"]
+
+
+def test_metrics_csv_keeps_one_header_when_rows_gain_keys(tmp_path):
+    logger = MetricsLogger(tmp_path)
+    logger.log({"step": 1, "loss": 0.5})
+    logger.log({"step": 2, "loss": 0.25, "eval/success": 0.75})  # an evaluation step adds a column
+    logger.log({"step": 3, "loss": 0.125})
+    logger.close()
+    lines = (tmp_path / "metrics.csv").read_text().splitlines()
+    assert lines[0] == "step,loss,eval/success"
+    with open(tmp_path / "metrics.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert all(len(row) == 3 for row in rows)
+    assert rows[1:] == [["1", "0.5", ""], ["2", "0.25", "0.75"], ["3", "0.125", ""]]
+
+
+def test_stale_tmp_dirs_of_interrupted_writes_are_removed(tmp_path):
+    _save(tmp_path, 1)
+    stale = tmp_path / "checkpoints" / ".tmp-step_00000002-999"
+    stale.mkdir()
+    (stale / "state.pt").write_bytes(b"half")
+    assert remove_stale_writes(tmp_path) == [stale]
+    assert not stale.exists() and [p.name for p in list_checkpoints(tmp_path)] == ["step_00000001"]
+    assert remove_stale_writes(tmp_path / "nothing") == []

@@ -99,7 +99,7 @@ def test_the_cli_trains_every_registered_estimator_two_steps_on_the_main_job(tmp
                        "--no-progress", "--no-plot"])
     assert status == 0, capsys.readouterr().err
     rows = read_metrics(output)
-    assert [r["step"] for r in rows] == [0, 1] and all(math.isfinite(r["loss"]) for r in rows)
+    assert [r["step"] for r in rows] == [1, 2] and all(math.isfinite(r["loss"]) for r in rows)
     assert f"after 2 {algo} steps" in capsys.readouterr().out
 
 
@@ -116,7 +116,7 @@ def test_every_estimator_trains_two_steps(tmp_path, algo, extra, rollout):
     summary = train(config)
     assert summary["rollout"] == rollout and summary["algo"] == algo
     rows = read_metrics(config.output_dir)
-    assert [r["step"] for r in rows] == [0, 1]
+    assert [r["step"] for r in rows] == [1, 2]
     for row in rows:
         assert all(math.isfinite(row[f"advantage/{s}"]) for s in ("mean", "std", "min", "max"))
         assert math.isfinite(row["loss"])

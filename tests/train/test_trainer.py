@@ -48,7 +48,7 @@ def test_metrics_have_one_row_per_step_with_the_documented_keys(tmp_path):
     config = tiny(tmp_path, "run", plot=True)
     summary = train(config)
     rows = read_metrics(config.output_dir)
-    assert [r["step"] for r in rows] == [0, 1, 2, 3]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
     for key in ("success", "reward/speaker/team", "reward/listener/echo", "reward/speaker/mixed", "return/speaker",
                 "return/listener", "advantage/mean", "advantage/std", "kl", "entropy", "tokens_per_s", "env_time_share",
                 "loss"):
@@ -66,7 +66,7 @@ def test_resume_continues_exactly(tmp_path, waves):
     train(part)
     resumed = tiny(tmp_path, "part", steps=4, rollout_waves=waves)
     train(resumed, resume=True)
-    assert [r["step"] for r in read_metrics(resumed.output_dir)] == [0, 1, 2, 3]
+    assert [r["step"] for r in read_metrics(resumed.output_dir)] == [1, 2, 3, 4]
     a, b = final_weights(full.output_dir), final_weights(resumed.output_dir)
     assert all(torch.equal(a[k], b[k]) for k in a)
     rows_a, rows_b = read_metrics(full.output_dir), read_metrics(resumed.output_dir)
@@ -102,7 +102,7 @@ def test_resume_falls_back_over_a_corrupt_checkpoint(tmp_path):
     newest = list_checkpoints(longer.output_dir)[-1]
     (newest / "state.pt").write_bytes(b"truncated")
     train(longer, resume=True)  # from step 2: step 3's checkpoint is corrupt
-    assert [r["step"] for r in read_metrics(longer.output_dir)] == [0, 1, 2, 3]
+    assert [r["step"] for r in read_metrics(longer.output_dir)] == [1, 2, 3, 4]
 
 
 def test_resuming_a_finished_run_says_so_and_evaluates_nothing(tmp_path, monkeypatch, caplog):
@@ -174,7 +174,7 @@ def test_kill_9_then_resume_loses_and_repeats_no_step(tmp_path):
     assert before and before[-1] < 29
     resumed = subprocess.run(args + ["--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert [r["step"] for r in read_metrics(out)] == list(range(30))
+    assert [r["step"] for r in read_metrics(out)] == list(range(1, 31))
     assert load_latest_checkpoint(out)[0] == 30
 
 
@@ -220,7 +220,7 @@ def test_chat_prompt_format_renders_rollout_prompts_with_the_checkpoints_templat
     config = tiny(tmp_path, "chat", model=str(checkpoint), prompt_format="chat", steps=1, save_batches=True,
                   max_new_tokens=4)
     train(config)
-    rows = [json.loads(line) for line in (tmp_path / "chat" / "batches" / "step_000000.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (tmp_path / "chat" / "batches" / "step_000001.jsonl").read_text().splitlines()]
     tokenizer = HFPolicy.from_pretrained(str(checkpoint)).tokenizer
     prompts = {tokenizer.decode(r["prompt_ids"]) for r in rows}
     assert prompts and all(p.startswith("<|system|>You are the ") and p.endswith("<|assistant|>") for p in prompts)

@@ -75,7 +75,7 @@ def test_ray_engines_sample_and_get_the_weights_after_every_update(tmp_path, mon
         assert kwargs["num_gpus"] == 0 and kwargs["seed"] == config.seed  # device="cpu": vLLM's CPU build
         assert kwargs["dtype"] == "float32"  # the trainer's, not vLLM's choice
         assert len(synced) == 2
-        assert [row["step"] for row in read_metrics(config.output_dir)] == [0, 1]
+        assert [row["step"] for row in read_metrics(config.output_dir)] == [1, 2]
         texts = (tmp_path / "ray" / "batches" / "step_000001.jsonl").read_text()
         assert '"0|' in texts and '"1|' in texts  # both engines answered rollout prompts
         (generator,) = {id(g): g for g in trainer.samplers.by_role.values()}.values()
@@ -98,7 +98,7 @@ def test_trainer_with_two_vllm_engines_on_one_gpu(tmp_path, local_ray):
     try:
         summary = trainer.train()
         rows = read_metrics(config.output_dir)
-        assert [row["step"] for row in rows] == [0, 1] and summary["steps"] == 2
+        assert [row["step"] for row in rows] == [1, 2] and summary["steps"] == 2
         assert all(row["completions"] > 0 and row["tokens_per_s"] > 0 for row in rows)
         (generator,) = {id(g): g for g in trainer.samplers.by_role.values()}.values()
         assert generator.num_engines == 2

@@ -31,7 +31,7 @@ def test_snapshot_carries_every_layer():
     env.step("apple")
     after = (dict(env.rewards), env.infos["listener"]["reward_terms"], dict(env._cumulative_rewards))
     env.restore(snap)
-    assert env.rewards["speaker"] == 1.0 and "episode" not in env.infos["speaker"]
+    assert env.rewards["speaker"] == 1.0 and "teamgym_episode" not in env.infos["speaker"]
     env.step("apple")
     assert (dict(env.rewards), env.infos["listener"]["reward_terms"], dict(env._cumulative_rewards)) == after
 

@@ -67,8 +67,8 @@ def test_last_and_episode_returns_use_the_wrappers_alpha():
     assert env.rewards["listener"] == 2.0
     assert env.last()[1] == 0.0  # the speaker's turn to leave: its cumulative reward since it acted
     assert env._cumulative_rewards["listener"] == 2.0
-    assert env.infos["listener"]["episode"]["returns"] == {"speaker": 0.0, "listener": 2.0}
-    assert env.unwrapped.infos["listener"]["episode"]["returns"] == {"speaker": 0.0, "listener": 1.0}
+    assert env.infos["listener"]["teamgym_episode"]["returns"] == {"speaker": 0.0, "listener": 2.0}
+    assert env.unwrapped.infos["listener"]["teamgym_episode"]["returns"] == {"speaker": 0.0, "listener": 1.0}
 
 
 def test_adaptive_mixer_is_updated_once_per_episode_with_the_team_return():

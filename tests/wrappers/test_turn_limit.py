@@ -28,7 +28,7 @@ def test_episodes_end_after_max_turns(limit):
     assert max(row["infos"][row["agent"]]["turn"] for row in rows) == limit
     assert len(rows) == 3 * limit
     final = rows[-1]["infos"]
-    assert all(info["episode"]["truncated"] for info in final.values())
+    assert all(info["teamgym_episode"]["truncated"] for info in final.values())
     assert not env.agents  # every agent left by a dead step
 
 
@@ -37,7 +37,7 @@ def test_summary_and_last_views():
     env.reset(seed=0, options={"task_id": "apple"})
     env.step("")  # speaker: format -1
     env.step("pear")
-    summary = env.infos["speaker"]["episode"]
+    summary = env.infos["speaker"]["teamgym_episode"]
     assert summary["truncated"] and not summary["success"] and summary["task_id"] == "apple"
     assert summary["returns"] == {"speaker": -1.0, "listener": 0.0}
     assert env.truncations == {"speaker": True, "listener": True}

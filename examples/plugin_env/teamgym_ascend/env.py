@@ -121,6 +121,7 @@ class AscendEnv(TurnBasedTextEnv[Deal, AscendState]):
         format_penalty: float = 0.25,
         max_prompt_chars: int = 8192,
         max_action_chars: int = 8192,
+        max_cycles: int | None = None,
     ):
         check_int("num_agents", num_agents, 2)
         check_int("hand_size", hand_size, 1)
@@ -133,7 +134,8 @@ class AscendEnv(TurnBasedTextEnv[Deal, AscendState]):
         num_cards = num_agents * hand_size
         super().__init__(max_turns=num_cards + 2 if max_turns is None else max_turns, alpha=alpha,
                          render_mode=render_mode, max_prompt_chars=max_prompt_chars,
-                         max_action_chars=max_action_chars, agents=[f"player_{i}" for i in range(num_agents)])
+                         max_action_chars=max_action_chars, agents=[f"player_{i}" for i in range(num_agents)],
+                         max_cycles=max_cycles)
         self.hand_size = hand_size
         self.card_max = card_max
         self.lives = lives

@@ -20,7 +20,7 @@ def _episode(policy_name: str, seed: int, **kwargs: Any) -> dict[str, Any]:
     base = env.unwrapped
     team = {agent: base.scripted_policy(agent, policy_name) for agent in base.possible_agents}
     rows = play_episode(env, lambda agent, observation, info: team[agent](observation), seed=seed)
-    return rows[-1]["infos"]["player_0"]["episode"]
+    return rows[-1]["infos"]["player_0"]["teamgym_episode"]
 
 
 def _deal_by_hand(env: Any, hands: list[list[int]]) -> None:
@@ -66,7 +66,7 @@ def test_rewards_follow_the_docstring_table() -> None:
     assert env.infos["player_0"]["reward_terms"] == {"team": -0.5, "local": -0.25, "format": 0.0, "blunder": -0.25}
     assert env.infos["player_0"]["in_order"] is False
     assert all(env.terminations.values())  # every hand is empty now
-    episode = env.infos["player_0"]["episode"]
+    episode = env.infos["player_0"]["teamgym_episode"]
     assert episode["success"] and episode["mistakes"] == 1 and episode["discarded"] == [20, 30]
     assert episode["team_returns"] == {"player_0": -0.25, "player_1": -0.25}
 
@@ -78,7 +78,7 @@ def test_empty_handed_players_are_skipped_and_no_life_left_ends_the_game() -> No
     env.agent_selection = env.unwrapped._select_first()
     assert env.agent_selection == "player_1"
     env.step("Action: PLAY")
-    assert all(env.terminations.values()) and env.infos["player_1"]["episode"]["lives_left"] == 0
+    assert all(env.terminations.values()) and env.infos["player_1"]["teamgym_episode"]["lives_left"] == 0
 
 
 def test_the_oracle_team_always_wins_and_the_others_do_not() -> None:

@@ -1,13 +1,15 @@
-"""Readers for CodeContests, APPS, LiveCodeBench and CURE data, from local files or the HF hub.
+"""Readers for CodeContests, APPS, LiveCodeBench, CURE and MBPP data, from local files or the HF hub.
 
 ``load_problems(dataset, ...)`` is what the env calls. ``dataset`` is one of:
 
 * ``"humaneval"`` (default), ``"stdio"`` or ``"all"``: bundled, no network;
 * a path to a ``.jsonl``/``.json`` file: its format is ``dataset_format`` or, with ``"auto"``, guessed from the first
   record's fields (``tests`` -> the JSONL contract, ``public_tests`` -> CodeContests, ``input_output`` -> APPS,
-  ``public_test_cases`` -> LiveCodeBench, ``test_input`` -> CURE);
+  ``public_test_cases`` -> LiveCodeBench, ``test_input`` -> CURE, ``test_list`` -> MBPP);
 * a hub name (``"deepmind/code_contests"``): read with the optional ``datasets`` library (``split`` picks the
-  split); the format comes from ``dataset_format`` or the name.
+  split); the format comes from ``dataset_format`` or the name. When the hub cannot be reached (a TCP probe of
+  ``HF_ENDPOINT`` for ``HUB_PROBE_TIMEOUT`` s) or ``HF_DATASETS_OFFLINE``/``HF_HUB_OFFLINE`` is set and there is
+  no cached copy, a :class:`~teamgym.errors.DatasetError` says how to load a local file instead.
 
 Per format (records that cannot be used, e.g. without any test, are skipped and counted in a log message):
 
@@ -21,16 +23,30 @@ livecodebench  ``question_id``                  public + private test cases; ``s
                                                 stdio, ``functional`` ones call
                                                 ``Solution().<func_name>(...)``
 cure           ``task_id`` or the record index  ``test_input`` / ``test_output`` (stdio)      ``solution`` if any
+mbpp           ``task_id``                      ``test_list`` + ``challenge_test_list``:     ``code``
+                                                asserts (call style; ``test_setup_code`` and
+                                                ``test_imports`` run before them)
 ============== ================================ ============================================ ==================
+
+MBPP: the statement is ``text`` (original MBPP) or ``prompt`` (sanitized MBPP, MBPP+); as in the MBPP paper's
+prompt the first test is shown with it (MBPP+'s prompt already holds it), as the statement alone does not name the
+function. The entry point is the function of ``code`` that the first test calls. MBPP+ (``evalplus/mbppplus``) is
+read through its ``test_list``; its ``test`` script and EvalPlus' own ``base_input``/``plus_input``/``atol`` fields
+(inputs without expected outputs, which EvalPlus computes by running the reference) are not used.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
+import builtins
 import io
 import json
 import logging
+import os
 import pickle
+import socket
+import urllib.parse
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -132,6 +148,55 @@ def _apps(record: Mapping[str, Any], index: int) -> Problem | None:
     )
 
 
+def _called_names(source: str) -> list[str]:
+    """The names of the plain functions ``source`` calls, in the order they appear (``[]`` if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    calls = sorted(
+        (n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    return [call.func.id for call in calls]  # type: ignore[attr-defined]
+
+
+def _defined_functions(code: str) -> set[str]:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _mbpp(record: Mapping[str, Any], index: int) -> Problem | None:
+    asserts = _strings(record.get("test_list")) + _strings(record.get("challenge_test_list"))
+    question = record.get("text") if isinstance(record.get("text"), str) else record.get("prompt")
+    if not asserts or not isinstance(question, str) or not question.strip():
+        return None
+    code = record.get("code") if isinstance(record.get("code"), str) else None
+    defined = _defined_functions(code or "")
+    called = [name for name in _called_names(asserts[0]) if not hasattr(builtins, name)]
+    entry_point = next((name for name in called if name in defined), called[0] if called else "")
+    if not entry_point:
+        return None
+    # MBPP's statements do not name the function; like the MBPP paper's prompt, show one test (MBPP+'s prompt
+    # already holds it).
+    if asserts[0].strip() not in question:
+        question = f"{question.strip()}\nYour code should pass tests like this one:\n{asserts[0].strip()}"
+    setup = [record.get("test_setup_code"), *_strings(record.get("test_imports"))]
+    return Problem(
+        str(record.get("task_id", index)),
+        question,
+        "call",
+        tuple(TestCase(input=a.strip() + "\n", shown=a.strip()) for a in asserts),
+        code,
+        entry_point=entry_point,
+        test_setup="\n".join(s for s in setup if isinstance(s, str) and s.strip()),
+        source="mbpp",
+    )
+
+
 def _text(value: Any) -> str:
     return "\n".join(map(str, value)) if isinstance(value, list) else str(value)
 
@@ -213,6 +278,7 @@ FORMATS: dict[str, Callable[[Mapping[str, Any], int], Problem | None]] = {
     "apps": _apps,
     "livecodebench": _livecodebench,
     "cure": _cure,
+    "mbpp": _mbpp,
 }
 _MARKERS = (
     ("tests", "jsonl"),
@@ -220,6 +286,7 @@ _MARKERS = (
     ("input_output", "apps"),
     ("public_test_cases", "livecodebench"),
     ("test_input", "cure"),
+    ("test_list", "mbpp"),
 )
 _HUB_NAMES = (
     ("code_contests", "codecontests"),
@@ -227,6 +294,7 @@ _HUB_NAMES = (
     ("livecodebench", "livecodebench"),
     ("cure", "cure"),
     ("codecontests", "cure"),
+    ("mbpp", "mbpp"),
 )
 
 
@@ -270,6 +338,36 @@ def _convert(records: Iterable[tuple[int, Mapping[str, Any]]], fmt: str, where: 
     return problems
 
 
+#: Seconds to wait for the hub's host to answer before declaring it unreachable (instead of the libraries' retries).
+HUB_PROBE_TIMEOUT = 3.0
+_TRUE = ("1", "on", "yes", "true")
+
+
+def _hub_offline() -> bool:
+    """Whether the user asked the Hugging Face libraries to stay offline (cached copies only)."""
+    return any(os.environ.get(var, "").strip().lower() in _TRUE for var in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
+
+
+def hub_reachable(timeout: float = HUB_PROBE_TIMEOUT) -> bool:
+    """Whether a TCP connection to the hub's host (``HF_ENDPOINT``, default huggingface.co) opens within ``timeout``."""
+    url = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = url.port or (80 if url.scheme == "http" else 443)
+    try:
+        socket.create_connection((url.hostname or "huggingface.co", port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+def _local_copy_hint(name: str) -> str:
+    stem = name.split("/")[-1]
+    return (
+        f"save a local copy where there is network (datasets.load_dataset({name!r}, split=...)"
+        f'.to_json("{stem}.jsonl")) and pass dataset="path/to/{stem}.jsonl" (coder_tester-v0 docs, "Data"), '
+        "or set HF_DATASETS_OFFLINE=1 to read the datasets cache"
+    )
+
+
 def _hub_records(name: str, split: str) -> Iterable[tuple[int, Mapping[str, Any]]]:
     try:
         import datasets
@@ -277,7 +375,19 @@ def _hub_records(name: str, split: str) -> Iterable[tuple[int, Mapping[str, Any]
         raise DependencyNotInstalled(
             "datasets", "datasets", f"loading {name!r} from the Hugging Face hub"
         ) from err
-    return enumerate(datasets.load_dataset(name, split=split), 1)
+    offline = _hub_offline()
+    if not offline and not hub_reachable():
+        # Fail now rather than after the hub client's retries (~24 s) with a raw ConnectionError.
+        raise DatasetError(f"dataset={name!r}: the Hugging Face hub cannot be reached: {_local_copy_hint(name)}")
+    try:
+        rows = datasets.load_dataset(name, split=split)
+    except Exception as err:  # the hub client's errors have no common base class (requests, httpx, datasets)
+        where = "offline mode (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE): no cached copy" if offline else "loading failed"
+        raise DatasetError(
+            f"dataset={name!r} split={split!r}: {where} ({type(err).__name__}: {str(err)[:200]}): "
+            f"check the name and split, or {_local_copy_hint(name)}"
+        ) from err
+    return enumerate(rows, 1)
 
 
 def load_problems(

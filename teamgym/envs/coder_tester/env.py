@@ -65,10 +65,33 @@ wrong programs failing a valid test), ``p_01``/``p_00`` (CURE's precision diagno
 ``skipped_tests``, ``code_verdicts``, ``tests_problem``.
 
 **Options**: ``dataset`` (``"humaneval"``, ``"stdio"``, ``"all"``, a file or a hub name; see ``adapters``),
-``dataset_format``, ``split`` (hub split), ``limit`` (first N problems), ``max_turns`` (4), ``turn_order``
+``dataset_format``, ``split`` (hub split), ``limit`` (first N problems), ``max_turns`` (4;
+or ``max_cycles``, PettingZoo's name for it), ``turn_order``
 (``"coder_first"`` as AT-GRPO, or ``"tester_first"``: tests written from the statement alone, then code),
 ``tester_sees_code`` (True), ``feedback_chars`` (2000), ``timeout`` (1.0 s per test, CURE's limit),
 ``num_mutants`` (4), ``max_tests`` (20), ``alpha`` (1.0), ``render_mode``.
+
+**Data** (``load_problems`` in :mod:`~teamgym.envs.coder_tester.adapters`): HumanEval and the ``stdio``
+problems are bundled. Any other dataset is best used from a local copy (no network at ``make``), saved once with
+``datasets.load_dataset(name, split=...).to_json("copy.jsonl")`` and passed as ``dataset="copy.jsonl"``; its
+format is guessed from its fields (or set ``dataset_format``):
+
+=================  ========================================  =================  ===================================
+dataset            hub name                                  format             notes
+=================  ========================================  =================  ===================================
+CodeContests       ``deepmind/code_contests``                ``codecontests``   stdio; public + private tests
+APPS               ``codeparrot/apps``                       ``apps``           stdio, or call style (``fn_name``)
+LiveCodeBench      ``livecodebench/code_generation_lite``    ``livecodebench``  no solutions: tests are judged by
+                                                                                correct coder attempts
+CURE               ``Gen-Verse/CodeContests``                ``cure``           stdio
+MBPP, sanitized    ``google-research-datasets/mbpp``         ``mbpp``           call style; the first test is shown
+                                                                                with the statement
+MBPP+              ``evalplus/mbppplus``                     ``mbpp``           read through its ``test_list``
+your own           (none)                                    ``jsonl``          the JSONL contract of ``data``
+=================  ========================================  =================  ===================================
+
+A hub name works too when the hub is reachable (or cached, with ``HF_DATASETS_OFFLINE=1``); when it is not, a
+``DatasetError`` says so within seconds and names this fix.
 
 **Judging**: every test runs in the sandbox's judge, a jailed process apart from the program that calls the
 program's entry point with plain data (see :mod:`teamgym.sandbox.harness`); the problem's helpers (HumanEval's
@@ -154,6 +177,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         max_tests: int = 20,
         alpha: float | dict[str, float] = 1.0,
         render_mode: str | None = None,
+        max_cycles: int | None = None,
     ):
         if turn_order not in TURN_ORDERS:
             raise InvalidArgumentError(f"turn_order={turn_order!r}: expected one of {sorted(TURN_ORDERS)}")
@@ -169,7 +193,8 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
             raise InvalidArgumentError(f"timeout={timeout!r}: expected seconds per test in (0, 60], e.g. 1.0")
         super().__init__(
-            max_turns=max_turns, alpha=alpha, render_mode=render_mode, agents=TURN_ORDERS[turn_order]
+            max_turns=max_turns, alpha=alpha, render_mode=render_mode, agents=TURN_ORDERS[turn_order],
+            max_cycles=max_cycles,
         )
         self.problems = load_problems(dataset, dataset_format=dataset_format, split=split, limit=limit)
         self._by_id = {p.task_id: p for p in self.problems}

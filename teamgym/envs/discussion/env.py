@@ -61,7 +61,8 @@ Infos (besides the base's)
     ``difficulty``, ``answer`` (the reference).
 
 Options (keyword-only)
-    ``num_agents`` (3, >= 2), ``rounds`` (2, >= 0), ``alpha`` (1.0 or a dict per agent), ``render_mode``,
+    ``num_agents`` (3, >= 2), ``rounds`` (2, >= 0;
+    or ``max_cycles`` = rounds + 1, PettingZoo's name), ``alpha`` (1.0 or a dict per agent), ``render_mode``,
     ``difficulty`` (``None`` or 1-3), ``families`` (``None`` or a subset), ``dataset`` (``None`` or a JSONL path),
     ``rationale_chars`` (400), ``format_penalty`` (0.5), ``switch_weight`` (0.5), ``persuasion_weight`` (0.25),
     ``max_prompt_chars`` (16384), ``max_action_chars`` (16384).
@@ -131,7 +132,12 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
         persuasion_weight: float = 0.25,
         max_prompt_chars: int = 16_384,
         max_action_chars: int = 16_384,
+        max_cycles: int | None = None,
     ):
+        if max_cycles is not None:  # a cycle is a round, and round 0 (the first answers) is one
+            if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1:
+                raise InvalidArgumentError(f"max_cycles={max_cycles!r}: expected an int >= 1 (rounds = max_cycles - 1)")
+            rounds = max_cycles - 1
         for name, value, minimum in (("num_agents", num_agents, 2), ("rounds", rounds, 0),
                                      ("rationale_chars", rationale_chars, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

@@ -55,7 +55,8 @@ Infos (besides the base's ``reward_terms``, ``messages``...)
     ``family``, ``difficulty``, ``answer`` (the reference).
 
 Options (keyword-only)
-    ``max_turns`` (3), ``alpha`` (1.0, or a dict per agent), ``render_mode`` (``None``/``"ansi"``/``"human"``),
+    ``max_turns`` (3; or ``max_cycles``, PettingZoo's name for it), ``alpha`` (1.0, or a dict per agent),
+    ``render_mode`` (``None``/``"ansi"``/``"human"``),
     ``difficulty`` (``None`` = drawn from the seed, or 1-3), ``families`` (``None`` = all, or a subset of
     ``arithmetic``, ``algebra``, ``number_theory``, ``counting``), ``dataset`` (``None`` or a JSONL path),
     ``code_timeout`` (1.0 s wall per program, the sandbox's default: the problems need milliseconds, but raise it
@@ -142,9 +143,10 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
         exec_penalty: float = 0.25,
         max_prompt_chars: int = 16_384,
         max_action_chars: int = 16_384,
+        max_cycles: int | None = None,
     ):
         super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode,
-                         max_prompt_chars=max_prompt_chars, max_action_chars=max_action_chars)
+                         max_prompt_chars=max_prompt_chars, max_action_chars=max_action_chars, max_cycles=max_cycles)
         self.source = ProblemSource(difficulty=difficulty, families=families, dataset=dataset)
         if isinstance(code_timeout, bool) or not isinstance(code_timeout, (int, float)) or not 0 < code_timeout <= 60:
             raise InvalidArgumentError(f"code_timeout={code_timeout!r}: expected seconds in (0, 60], e.g. 1.0")

@@ -130,6 +130,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
         alpha: weight of the team term (AT-GRPO: 1.0).
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
         tool_timeout: seconds the tool's program may run in the sandbox.
+        max_cycles: PettingZoo's name for ``max_turns`` (one cycle = tool then planner); when given, it sets it.
     """
 
     roles: ClassVar[tuple[str, ...]] = ("tool", "planner")
@@ -141,9 +142,11 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
         alpha: float | dict[str, float] = 1.0,
         render_mode: str | None = None,
         tool_timeout: float = 1.0,
+        max_cycles: int | None = None,
     ):
         super().__init__(
             max_turns=max_turns,
+            max_cycles=max_cycles,
             alpha=alpha,
             render_mode=render_mode,
             max_prompt_chars=32_768,

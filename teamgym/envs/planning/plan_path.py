@@ -41,7 +41,8 @@ The maximum team return is 2.5 (reach the goal on a shortest path). Process sign
 ``distance_to_goal`` (BFS distance), ``position``, ``progress``, ``moves_used``, ``optimal_length``.
 
 **Options.** ``size`` (4..10, or ``None`` for a size drawn from the task id), ``obstacle_density`` (0 to 0.4,
-default 0.2), ``max_turns`` (default 5), ``alpha``, ``tool_timeout`` (default 1 s, the sandbox's default),
+default 0.2), ``max_turns`` (default 5;
+or ``max_cycles``, PettingZoo's name for it), ``alpha``, ``tool_timeout`` (default 1 s, the sandbox's default),
 ``render_mode``.
 
 **Scripted policies.** tool: ``oracle`` (a BFS program run in the sandbox), ``random`` (prints random moves);
@@ -158,11 +159,13 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
         size: int | None = None,
         obstacle_density: float = 0.2,
         max_turns: int = 5,
+        max_cycles: int | None = None,
         alpha: float | dict[str, float] = 1.0,
         tool_timeout: float = 1.0,
         render_mode: str | None = None,
     ):
-        super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout)
+        super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout,
+                         max_cycles=max_cycles)
         if size is not None and (
             isinstance(size, bool) or not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE
         ):

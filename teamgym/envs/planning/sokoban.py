@@ -45,7 +45,8 @@ planner ``invalid``   [-1, 0]      -0.1 per invalid move applied
 The maximum team return is 2.5. Process signals in ``infos``: ``boxes_on_goals``, ``num_boxes``, ``player``,
 ``progress``, ``moves_used``, ``optimal_length``.
 
-**Options.** ``size`` (5..8, default 6), ``num_boxes`` (1..3, default 2), ``max_turns`` (default 5),
+**Options.** ``size`` (5..8, default 6), ``num_boxes`` (1..3, default 2), ``max_turns`` (default 5;
+or ``max_cycles``, PettingZoo's name for it),
 ``alpha``, ``tool_timeout`` (default 1 s; every map's forward search visits at most 20,000 layouts, so a plain
 BFS program finishes well within it), ``render_mode``.
 
@@ -142,11 +143,13 @@ class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
         size: int = 6,
         num_boxes: int = 2,
         max_turns: int = 5,
+        max_cycles: int | None = None,
         alpha: float | dict[str, float] = 1.0,
         tool_timeout: float = 1.0,
         render_mode: str | None = None,
     ):
-        super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout)
+        super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout,
+                         max_cycles=max_cycles)
         if isinstance(size, bool) or not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE:
             raise InvalidArgumentError(
                 f"size={size!r}: expected an int in [{MIN_SIZE}, {MAX_SIZE}] (the side of the "

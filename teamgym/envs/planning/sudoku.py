@@ -48,7 +48,8 @@ right digit), ``cells_empty``, ``conflicts`` (cells whose digit repeats in their
 ``progress``, ``moves_used``, ``optimal_length`` (the number of empty cells).
 
 **Options.** ``size`` (4 or 9, default 4), ``difficulty`` (``"easy"``, ``"medium"``, ``"hard"``; default
-``"medium"``), ``max_turns`` (default 5), ``alpha``, ``tool_timeout`` (default 1 s), ``render_mode``.
+``"medium"``), ``max_turns`` (default 5;
+or ``max_cycles``, PettingZoo's name for it), ``alpha``, ``tool_timeout`` (default 1 s), ``render_mode``.
 
 **Scripted policies.** tool: ``oracle`` (a backtracking solver run in the sandbox), ``random`` (prints random
 placements); planner: ``oracle`` (the solution's placements), ``copy_tool`` (adopts the tool's printed plan),
@@ -151,11 +152,13 @@ class SudokuEnv(PlanningEnv[SudokuTask, Board, Placement]):
         size: int = 4,
         difficulty: str = "medium",
         max_turns: int = 5,
+        max_cycles: int | None = None,
         alpha: float | dict[str, float] = 1.0,
         tool_timeout: float = 1.0,
         render_mode: str | None = None,
     ):
-        super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout)
+        super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout,
+                         max_cycles=max_cycles)
         if isinstance(size, bool) or size not in GIVENS:
             raise InvalidArgumentError(f"size={size!r}: expected 4 (2x2 boxes) or 9 (3x3 boxes)")
         if difficulty not in GIVENS[size]:

@@ -95,14 +95,19 @@ class _SanityEnv(TurnBasedTextEnv[str, SanityState]):
     turns: ClassVar[int] = 1
 
     def __init__(self, *, cues: str = "abcd", alpha: float | Mapping[str, float] = 1.0,
-                 render_mode: str | None = None):
+                 render_mode: str | None = None, max_cycles: int | None = None):
         allowed = set(string.printable) - set(string.whitespace)
         if (not isinstance(cues, str) or not 2 <= len(cues) <= 16 or len(set(cues)) != len(cues)
                 or not set(cues) <= allowed):
             raise InvalidArgumentError(
                 f"cues={cues!r}: expected 2 to 16 distinct printable non-space characters, e.g. 'abcd'"
             )
-        super().__init__(max_turns=self.turns, alpha=alpha, render_mode=render_mode, max_prompt_chars=64,
+        # The episode's length is what the env tests, so max_cycles can shorten it but never lengthen it.
+        if max_cycles is not None and (isinstance(max_cycles, bool) or not isinstance(max_cycles, int)
+                                       or max_cycles < 1):
+            raise InvalidArgumentError(f"max_cycles={max_cycles!r}: expected an int >= 1")
+        turns = self.turns if max_cycles is None else min(self.turns, max_cycles)
+        super().__init__(max_turns=turns, alpha=alpha, render_mode=render_mode, max_prompt_chars=64,
                          max_action_chars=64)
         self.cues = cues
 

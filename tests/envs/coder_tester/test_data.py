@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from teamgym.envs.coder_tester import adapters
 from teamgym.envs.coder_tester.adapters import guess_format, load_problems
 from teamgym.envs.coder_tester.data import (
     load_bundled_stdio,
@@ -94,6 +95,7 @@ def test_contract_rejects_bad_json_duplicates_and_missing_files(tmp_path):
         ("apps.jsonl", ["10", "11"], ["stdio", "call"]),
         ("livecodebench.jsonl", ["abc001_a", "lc1"], ["stdio", "call"]),
         ("cure.json", ["1"], ["stdio"]),
+        ("mbpp.jsonl", ["2", "3", "17"], ["call", "call", "call"]),
     ],
 )
 def test_adapters_read_fixtures_with_auto_format(name, expected_ids, styles):
@@ -137,9 +139,71 @@ def test_hub_name_goes_through_datasets_load_dataset(monkeypatch):
         return rows
 
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    monkeypatch.setattr(adapters, "hub_reachable", lambda timeout=0: True)
+    for var in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
     problems = load_problems("deepmind/code_contests", split="valid")
     assert calls == [("deepmind/code_contests", "valid")]
     assert [p.source for p in problems] == ["codecontests"]
+
+
+def test_mbpp_records_become_call_problems():
+    similar, prime, perimeter = load_problems(str(FIXTURES / "mbpp.jsonl"))
+    assert similar.entry_point == "similar_elements" and similar.source == "mbpp"
+    assert similar.solution.startswith("def similar_elements")
+    # MBPP's text does not name the function: the first test is shown with it.
+    assert similar.question.endswith("assert similar_elements((3, 4, 5, 6),(5, 7, 4, 10)) == (4, 5)")
+    assert prime.tests[-1].input == "assert is_not_prime(37) == False\n"  # challenge tests are tests too
+    assert len(prime.tests) == 4
+    # Sanitized MBPP / MBPP+: prompt, test_imports; the entry point is the called function `code` defines.
+    assert perimeter.question.startswith("Write a function that returns the perimeter")
+    assert perimeter.test_setup == "import math" and perimeter.entry_point == "square_perimeter"
+
+
+def _fake_datasets(monkeypatch, load_dataset):
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+
+
+def _never_called(*args, **kwargs):
+    raise AssertionError("the hub must not be contacted")
+
+
+def test_unreachable_hub_fails_fast_with_the_local_file_fix(monkeypatch):
+    for var in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    _fake_datasets(monkeypatch, _never_called)
+
+    def refuse(address, timeout=None):
+        assert timeout is not None and timeout <= adapters.HUB_PROBE_TIMEOUT  # one short probe, no retries
+        raise OSError("Network is unreachable")
+
+    monkeypatch.setattr(adapters.socket, "create_connection", refuse)
+    with pytest.raises(DatasetError, match="cannot be reached") as err:
+        load_problems("google-research-datasets/mbpp")
+    assert "dataset=\"path/to/mbpp.jsonl\"" in str(err.value) and "HF_DATASETS_OFFLINE" in str(err.value)
+
+
+@pytest.mark.parametrize("var", ["HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"])
+def test_offline_mode_without_a_cached_copy_is_a_dataset_error(monkeypatch, var):
+    for other in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv(var, "1")
+    monkeypatch.setattr(adapters.socket, "create_connection", _never_called)
+
+    def load_dataset(name, split):
+        raise ConnectionError("Couldn't reach the Hugging Face Hub for dataset 'mbpp' (offline mode is enabled)")
+
+    _fake_datasets(monkeypatch, load_dataset)
+    with pytest.raises(DatasetError, match="no cached copy.*ConnectionError.*local copy"):
+        load_problems("mbpp")
+
+
+def test_offline_mode_reads_a_cached_copy(monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setattr(adapters.socket, "create_connection", _never_called)
+    rows = [json.loads(line) for line in (FIXTURES / "mbpp.jsonl").read_text().splitlines()]
+    _fake_datasets(monkeypatch, lambda name, split: rows)
+    assert [p.task_id for p in load_problems("mbpp")] == ["2", "3", "17"]
 
 
 def test_program_puts_the_prelude_first_and_future_imports_above_it():

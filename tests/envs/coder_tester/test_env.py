@@ -140,7 +140,7 @@ def test_episode_ends_when_code_passes_all_generated_tests():
     scripted_step(env, "oracle")
     info = scripted_step(env, "oracle")
     assert all(env.terminations.values())
-    assert info["episode"]["success"] and info["episode"]["passed_generated_tests"]
+    assert info["teamgym_episode"]["success"] and info["teamgym_episode"]["passed_generated_tests"]
 
 
 def test_no_tests_never_end_the_episode_and_turns_truncate():
@@ -289,7 +289,7 @@ def test_turn_order_and_what_the_tester_sees():
     info = scripted_step(env, "oracle")
     assert info["reward_terms"]["discrimination"] > 0 and info["code_verdicts"] == []
     info = scripted_step(env, "oracle")
-    assert all(env.terminations.values()) and info["episode"]["success"]
+    assert all(env.terminations.values()) and info["teamgym_episode"]["success"]
     env.reset(seed=0, options={"task_id": "HumanEval/0"})
     scripted_step(env, "oracle")
     scripted_step(env, "buggy")
@@ -327,6 +327,19 @@ def test_jsonl_dataset_end_to_end(tmp_path):
     info = act(
         env, '```json\n[{"input": "5\\n", "output": "6\\n"}, {"input": "5\\n", "output": "7\\n"}]\n```'
     )
+    assert info["test_valid"] == [True, False]
+
+
+def test_mbpp_dataset_end_to_end():
+    env = make(dataset=str(Path(__file__).with_name("fixtures") / "mbpp.jsonl"))
+    for task_id in ("2", "3", "17"):  # the reference code passes every test, through the sandbox
+        assert oracle_team(env, task_id) == 1.0
+    env.reset(seed=0, options={"task_id": "3"})
+    assert "is_not_prime" in env.observe("coder")["prompt"]
+    wrong = act(env, python("def is_not_prime(n):\n    return n % 2 == 0"))
+    assert wrong["gt_verdicts"] == [False, True, False, True]  # 2 is even and prime; 35 odd and not prime
+    assert wrong["reward_terms"]["team"] == 0.5
+    info = act(env, python("assert is_not_prime(9) == True\nassert is_not_prime(7) == True"))
     assert info["test_valid"] == [True, False]
 
 

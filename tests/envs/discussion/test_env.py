@@ -22,7 +22,7 @@ def _play(env: Any, policy_name: str, seed: int) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for row in play_episode(env, lambda agent, obs, info: policies[agent](obs), seed=seed):
         for info in row["infos"].values():
-            summary = info.get("episode", summary)
+            summary = info.get("teamgym_episode", summary)
     return summary
 
 
@@ -82,7 +82,7 @@ def test_team_reward_is_the_final_majority_given_to_everyone_at_the_end() -> Non
     _round(env, truth, truth, "-2")
     assert all(env.terminations.values())
     assert all(env.infos[a]["reward_terms"]["team"] == 1.0 for a in env.agents)
-    assert env.infos["agent_0"]["episode"]["final_correct"]
+    assert env.infos["agent_0"]["teamgym_episode"]["final_correct"]
 
 
 def test_tie_means_no_team_answer() -> None:
@@ -90,7 +90,7 @@ def test_tie_means_no_team_answer() -> None:
     env.reset(seed=0)
     _round(env, env.unwrapped.task.answer, "-1")
     assert env.infos["agent_0"]["reward_terms"]["team"] == 0.0
-    assert env.infos["agent_0"]["episode"]["final_answer"] is None
+    assert env.infos["agent_0"]["teamgym_episode"]["final_answer"] is None
 
 
 def test_switch_and_persuasion_terms() -> None:
@@ -119,10 +119,10 @@ def test_starting_wrong_to_be_persuaded_does_not_pay_the_team() -> None:
     env.reset(seed=0)
     truth = env.unwrapped.task.answer
     _round(env, truth, truth, "-1", truth, truth, truth)
-    colluding = sum(env.infos[a]["episode"]["returns"][a] for a in env.agents)
+    colluding = sum(env.infos[a]["teamgym_episode"]["returns"][a] for a in env.agents)
     env.reset(seed=0)
     _round(env, *[truth] * 6)
-    honest = sum(env.infos[a]["episode"]["returns"][a] for a in env.agents)
+    honest = sum(env.infos[a]["teamgym_episode"]["returns"][a] for a in env.agents)
     assert honest == 9.0 and colluding == 8.75
 
 
@@ -138,7 +138,7 @@ def test_dataset_and_seed_determinism() -> None:
     env = teamgym.make("discussion-v0", dataset=str(DATA / "math.jsonl"), num_agents=2, rounds=0)
     env.reset(options={"task_id": "test/prealgebra/1.json"})
     _round(env, r"\dfrac56", "5/6")
-    assert env.infos["agent_0"]["episode"]["success"]
+    assert env.infos["agent_0"]["teamgym_episode"]["success"]
     a, b = teamgym.make("discussion-v0"), teamgym.make("discussion-v0")
     a.reset(seed=9)
     b.reset(seed=9)

@@ -52,4 +52,4 @@ def test_terms_follow_the_documented_rules(table: list[list[str]]) -> None:
     team = float(leaders == ["truth"])
     assert all(env.infos[a]["reward_terms"]["team"] == team for a in agents)
     assert all(env.terminations.values())
-    assert env.infos[agents[0]]["episode"]["success"] == bool(team)
+    assert env.infos[agents[0]]["teamgym_episode"]["success"] == bool(team)

@@ -27,7 +27,7 @@ def _play(env: Any, policy_name: str, seed: int) -> dict[str, Any]:
         return policies[agent](observation)
 
     for row in play_episode(env, policy, seed=seed):
-        summary = row["infos"]["reasoner"].get("episode", summary)
+        summary = row["infos"]["reasoner"].get("teamgym_episode", summary)
     return summary
 
 
@@ -84,7 +84,7 @@ def test_wrong_answers_continue_and_prompts_carry_the_last_turn() -> None:
     assert "print(-123456)" in prompt and r"The reasoner's answer in turn 0: \boxed{-123456}" in prompt
     _step(env, "no code", "no box")
     assert all(env.truncations.values())
-    assert env.infos["tool"]["episode"]["success"] is False
+    assert env.infos["tool"]["teamgym_episode"]["success"] is False
 
 
 def test_correct_reasoner_disagreeing_with_the_tool_does_not_end_the_episode() -> None:
@@ -101,7 +101,7 @@ def test_correct_reasoner_disagreeing_with_the_tool_does_not_end_the_episode() -
     env.step(rf"\boxed{{{answer}}}")
     assert all(env.terminations.values())
     assert env.infos["tool"]["reward_terms"] == {"team": 1.0, "local": 0.0}
-    assert env.infos["tool"]["episode"]["team_returns"] == {"tool": 1.0, "reasoner": 1.0}
+    assert env.infos["tool"]["teamgym_episode"]["team_returns"] == {"tool": 1.0, "reasoner": 1.0}
 
 
 def test_team_term_is_paid_once_at_truncation() -> None:
@@ -113,7 +113,7 @@ def test_team_term_is_paid_once_at_truncation() -> None:
     _step(env, "```python\nprint(-1)\n```", rf"\boxed{{{answer}}}")
     assert all(env.truncations.values())
     assert env.infos["reasoner"]["reward_terms"]["team"] == 1.0
-    summary = env.infos["reasoner"]["episode"]
+    summary = env.infos["reasoner"]["teamgym_episode"]
     assert summary["team_returns"] == {"tool": 1.0, "reasoner": 1.0} and summary["success"]
 
 
@@ -184,7 +184,7 @@ def test_dataset_option_uses_the_file_ids() -> None:
     env.reset(options={"task_id": "half"})
     _step(env, "```python\nprint(0.5)\n```", r"\boxed{\dfrac12}")
     assert all(env.terminations.values())
-    assert env.infos["tool"]["episode"]["success"]
+    assert env.infos["tool"]["teamgym_episode"]["success"]
 
 
 def test_ansi_render_shows_problem_program_output_and_verdicts() -> None:

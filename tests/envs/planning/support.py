@@ -17,7 +17,7 @@ def play(
         "planner": base.scripted_policy("planner", planner),
     }
     rows = play_episode(env, lambda agent, obs, info: policies[agent](obs), seed=seed)
-    return rows[-1]["infos"][rows[-1]["agent"]]["episode"], rows
+    return rows[-1]["infos"][rows[-1]["agent"]]["teamgym_episode"], rows
 
 
 def act(env: Any, action: str) -> dict[str, Any]:

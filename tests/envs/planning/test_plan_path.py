@@ -100,16 +100,16 @@ def test_detour_reaches_goal_without_optimality_bonus():
     info = act(env, "Actions: " + ",".join(plan))
     assert env.terminations["planner"]
     assert info["team_parts"]["goal"] == GOAL_BONUS and info["team_parts"]["optimal"] == 0.0
-    assert info["episode"]["success"] and not info["episode"]["optimal"]
-    assert info["episode"]["team_returns"]["planner"] == pytest.approx(1.0 + GOAL_BONUS)
+    assert info["teamgym_episode"]["success"] and not info["teamgym_episode"]["optimal"]
+    assert info["teamgym_episode"]["team_returns"]["planner"] == pytest.approx(1.0 + GOAL_BONUS)
 
 
 def test_shortest_path_earns_the_maximum_team_return():
     env = _env()
     _skip_tool(env)
     info = act(env, env.unwrapped.scripted_policy("planner", "oracle")(env.observe("planner")))
-    assert info["episode"]["team_returns"] == {"tool": MAX_TEAM_RETURN, "planner": MAX_TEAM_RETURN}
-    assert info["episode"]["optimal"] and info["distance_to_goal"] == 0
+    assert info["teamgym_episode"]["team_returns"] == {"tool": MAX_TEAM_RETURN, "planner": MAX_TEAM_RETURN}
+    assert info["teamgym_episode"]["optimal"] and info["distance_to_goal"] == 0
 
 
 def test_tool_preamble_holds_the_current_position():
@@ -156,7 +156,7 @@ def test_moves_after_the_goal_are_ignored():
     _skip_tool(env)
     info = act(env, "Actions: " + ",".join(plan + ["U", "U", "L"]))
     assert info["moves_used"] == base.task.optimal_length and info["invalid_moves"] == 0
-    assert info["episode"]["optimal"]
+    assert info["teamgym_episode"]["optimal"]
 
 
 def test_invalid_penalty_is_capped_at_one():

@@ -178,7 +178,7 @@ def test_an_optimal_plan_split_over_turns_keeps_every_bonus(env_id):
         team.append(act(env, base._format_plan(chunk))["reward_terms"]["team"])
     assert team[0] == pytest.approx(base._progress(base._run_plan(base._initial_board(base.task), plan[:cut]).board))
     assert sum(team) == pytest.approx(MAX_TEAM_RETURN)
-    assert env.infos["planner"]["episode"]["optimal"] and env.infos["planner"]["episode"]["turns"] == 2
+    assert env.infos["planner"]["teamgym_episode"]["optimal"] and env.infos["planner"]["teamgym_episode"]["turns"] == 2
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
@@ -189,7 +189,7 @@ def test_episode_truncates_after_max_turns(env_id):
         act(env, "no program")
         act(env, "Actions: []")
     assert all(env.truncations.values()) and not any(env.terminations.values())
-    episode = env.infos["planner"]["episode"]
+    episode = env.infos["planner"]["teamgym_episode"]
     assert episode["success"] is False and episode["turns"] == 2 and episode["truncated"]
     assert set(episode) >= {"optimal", "optimal_length", "moves_used", "invalid_moves", "progress"}
 

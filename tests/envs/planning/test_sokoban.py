@@ -112,7 +112,7 @@ def test_boxes_on_goals_drive_progress_and_the_optimal_plan_gets_everything():
     base = env.unwrapped
     info = act(env, base.scripted_policy("planner", "oracle")(env.observe("planner")))
     assert info["boxes_on_goals"] == info["num_boxes"] == 2 and info["progress"] == 1.0
-    assert info["episode"]["team_returns"] == {"tool": MAX_TEAM_RETURN, "planner": MAX_TEAM_RETURN}
+    assert info["teamgym_episode"]["team_returns"] == {"tool": MAX_TEAM_RETURN, "planner": MAX_TEAM_RETURN}
 
 
 def test_preamble_matches_the_state():

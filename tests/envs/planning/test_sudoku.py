@@ -126,9 +126,9 @@ def test_whole_grid_answer_is_optimal_and_givens_cost_nothing():
     task = env.unwrapped.task
     rows = [list(task.solution[r * 4 : (r + 1) * 4]) for r in range(4)]
     info = act(env, f"The solution:\nActions: {rows}")
-    assert info["episode"]["success"] and info["episode"]["optimal"]
+    assert info["teamgym_episode"]["success"] and info["teamgym_episode"]["optimal"]
     assert info["moves_used"] == task.optimal_length and info["invalid_moves"] == 0
-    assert info["episode"]["team_returns"] == {"tool": MAX_TEAM_RETURN, "planner": MAX_TEAM_RETURN}
+    assert info["teamgym_episode"]["team_returns"] == {"tool": MAX_TEAM_RETURN, "planner": MAX_TEAM_RETURN}
 
 
 def test_overwriting_a_wrong_digit_loses_the_optimality_bonus():
@@ -139,8 +139,8 @@ def test_overwriting_a_wrong_digit_loses_the_optimality_bonus():
     act(env, f"Actions: r{r + 1}c{c + 1}={wrong}")
     act(env, "no program")
     info = act(env, env.unwrapped.scripted_policy("planner", "oracle")(env.observe("planner")))
-    assert info["episode"]["success"] and not info["episode"]["optimal"]
-    assert info["episode"]["team_returns"]["planner"] == pytest.approx(2.0)
+    assert info["teamgym_episode"]["success"] and not info["teamgym_episode"]["optimal"]
+    assert info["teamgym_episode"]["team_returns"]["planner"] == pytest.approx(2.0)
 
 
 def test_conflicts_signal_counts_clashing_cells():
