@@ -23,31 +23,42 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["GREEDY_THRESHOLD", "SAMPLED_THRESHOLD", "SANITY_ENVS", "SANITY_STEPS", "SanityResult",
+__all__ = ["GREEDY_THRESHOLD", "SAMPLED_THRESHOLD", "SANITY_ENVS", "SANITY_OVERRIDES", "SANITY_STEPS", "SanityResult",
            "run_sanity", "sanity_config"]
 
 #: The sanity envs, in the order the suite runs them.
 SANITY_ENVS = ("sanity_bandit-v0", "sanity_relay-v0", "sanity_two_turn-v0")
 #: RL steps each env is given (from random init; no warm start).
-SANITY_STEPS = {"sanity_bandit-v0": 200, "sanity_relay-v0": 300, "sanity_two_turn-v0": 300}
+SANITY_STEPS = {"sanity_bandit-v0": 300, "sanity_relay-v0": 600, "sanity_two_turn-v0": 600}
 #: Held-out success (200 tasks, one sample per node) every estimator must reach after ``SANITY_STEPS``.
 GREEDY_THRESHOLD = 0.95
 SAMPLED_THRESHOLD = 0.80
 
 #: The settings every sanity run shares (each a ``TrainConfig`` field path): 8 tasks x 8 candidates per node (or 8
-#: episodes per task for trajectory estimators), learning rate 1e-3, the 2-layer width-64 tiny model.
+#: episodes per task for trajectory estimators), learning rate 3e-4, the 2-layer width-64 tiny model.
 SANITY_SETTINGS: dict[str, Any] = {
     "sft_steps": 0,
     "tasks_per_step": 8,
     "tree.k": 8,
     "group_size": 8,
-    "ppo.lr": 1e-3,
+    "ppo.lr": 3e-4,
     "eval_tasks": 200,
     "eval_every": 0,
     "checkpoint_every": 10_000,
     "keep_checkpoints": 1,
     "plot": False,
     "progress_bar": False,
+}
+
+
+#: Settings of single (env, estimator) cases, on top of ``SANITY_SETTINGS``. The SPO trackers' default signal is the
+#: episode's success, shared by speaker and listener: on ``sanity_relay-v0`` neither can then tell its own part, and
+#: learning the relay's protocol from the joint outcome alone is a coordination problem a sanity check is not for
+#: (both collapse onto one answer, 25%). ``spo_reward="mixed"`` tracks each agent's own reward (the speaker's
+#: ``said``, the listener's ``team``), the SPO signal for envs that reward agents separately.
+SANITY_OVERRIDES: dict[tuple[str, str], dict[str, Any]] = {
+    ("sanity_relay-v0", "spo"): {"spo_reward": "mixed"},
+    ("sanity_relay-v0", "spo_per_agent"): {"spo_reward": "mixed"},
 }
 
 
@@ -69,12 +80,14 @@ class SanityResult:
 
 def sanity_config(env_id: str, algo: str, *, output_dir: str, seed: int = 0, steps: int | None = None,
                   **overrides: Any) -> Any:
-    """The ``TrainConfig`` of one sanity run (``overrides``: more field paths, e.g. ``{"ppo.lr": 3e-4}``)."""
+    """The ``TrainConfig`` of one sanity run: ``SANITY_SETTINGS``, the case's ``SANITY_OVERRIDES`` and ``overrides``
+    (more field paths, e.g. ``{"ppo.lr": 1e-4}``)."""
     from teamgym.train.config import TrainConfig
 
     if env_id not in SANITY_STEPS:
         raise InvalidArgumentError(f"env_id={env_id!r}: the sanity envs are {list(SANITY_ENVS)}")
-    fields = {**SANITY_SETTINGS, "env_id": env_id, "algo": algo, "seed": seed, "output_dir": output_dir,
+    fields = {**SANITY_SETTINGS, **SANITY_OVERRIDES.get((env_id, algo), {}), "env_id": env_id, "algo": algo,
+              "seed": seed, "output_dir": output_dir,
               "steps": steps if steps is not None else SANITY_STEPS[env_id], **overrides}
     return TrainConfig.from_dict(fields)
 

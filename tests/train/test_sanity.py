@@ -41,19 +41,16 @@ def test_at_grpo_learns_the_bandit_from_random_init():
     assert result.passed, result
 
 
-#: Cases that did not reach the thresholds in the stated steps when the suite was first run (2026-12-03,
-#: ``python -m teamgym.train.sanity``; docs/training.md has the table): open findings, not settled behaviour. Each
-#: collapses onto a wrong answer for some cues (held-out success 25%, 50% or 75% with 4 cues).
-NOT_YET_LEARNING = {
-    *(("sanity_relay-v0", algo) for algo in ("dr_grpo", "rloo", "treerl", "spo", "spo_per_agent")),
-    *(("sanity_two_turn-v0", algo) for algo in ("dr_grpo", "rloo", "gigpo", "team_gigpo", "spo", "spo_per_agent")),
-}
+#: Cases that do not reach the thresholds in the stated steps (``python -m teamgym.train.sanity``, 2026-12-03; the
+#: table is in docs/training.md): open findings, not settled behaviour. TreeRL on the relay collapses onto one answer
+#: for some cues (25% held out with 4 cues) at learning rate 3e-4 and 1e-3, and with an entropy bonus of 0.01 (50%).
+NOT_YET_LEARNING = {("sanity_relay-v0", "treerl")}
 
 
 def _grid():
     for env_id in sanity.SANITY_ENVS:
         for algo in sorted(ESTIMATORS):
-            marks = [pytest.mark.xfail(reason="collapsed onto a wrong answer for some cues when measured (open)",
+            marks = [pytest.mark.xfail(reason="collapses onto a wrong answer for some cues (open finding)",
                                        strict=False)] if (env_id, algo) in NOT_YET_LEARNING else []
             yield pytest.param(env_id, algo, marks=marks, id=f"{env_id}-{algo}")
 
