@@ -57,6 +57,7 @@ __all__ = [
     "PlanningProposer",
     "Proposer",
     "candidate_env",
+    "numeric_info",
     "random_choice",
     "success_rate",
 ]
@@ -390,3 +391,18 @@ def random_choice(seed: int, k: int) -> Callable[[str, np.ndarray], int]:
     """The baseline chooser: a uniformly random candidate index at every turn (seeded)."""
     rng = np.random.default_rng(seed)
     return lambda agent, observation: int(rng.integers(k))
+
+
+def numeric_info(info: Mapping[str, Any]) -> dict[str, float]:
+    """A teamgym info cut to numbers: this step's ``team`` and ``local`` terms and the episode's ``success``.
+
+    For libraries that store infos with their collected data (Tianshou's replay buffer, RLlib's episodes) and
+    refuse, or carry along for nothing, the chat messages and transcripts of a full info.
+    """
+    terms = info.get("reward_terms", {})
+    episode = info.get("episode") or {}
+    return {
+        "team": float(terms.get("team", 0.0)),
+        "local": float(terms.get("local", 0.0)),
+        "success": float(bool(episode.get("success", False))),
+    }

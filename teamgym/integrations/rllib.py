@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from teamgym.errors import DependencyNotInstalled, check_int, check_number
-from teamgym.integrations.marl import CandidateChoiceEnv
+from teamgym.integrations.marl import CandidateChoiceEnv, numeric_info
 
 __all__ = ["PPOSettings", "RLlibSelectors", "rllib_env", "train_ppo"]
 
@@ -100,8 +100,6 @@ def rllib_env(env: CandidateChoiceEnv) -> Any:
     _rllib()
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 
-    from teamgym.integrations.tianshou import _numeric_info
-
     class TeamgymRLlibEnv(PettingZooEnv):
         def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
             observations, _ = super().reset(seed=seed, options=options)
@@ -109,7 +107,7 @@ def rllib_env(env: CandidateChoiceEnv) -> Any:
 
         def step(self, action: dict) -> tuple[dict, dict, dict, dict, dict]:
             observations, rewards, terminated, truncated, infos = super().step(action)
-            return observations, rewards, terminated, truncated, {a: _numeric_info(i) for a, i in infos.items()}
+            return observations, rewards, terminated, truncated, {a: numeric_info(i) for a, i in infos.items()}
 
     return TeamgymRLlibEnv(env)
 

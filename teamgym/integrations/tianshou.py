@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from teamgym.errors import DependencyNotInstalled, check_int, check_number
-from teamgym.integrations.marl import CandidateChoiceEnv
+from teamgym.integrations.marl import CandidateChoiceEnv, numeric_info
 
 __all__ = ["SelectorConfig", "Selectors", "tianshou_env", "train_selectors"]
 
@@ -120,23 +120,13 @@ def tianshou_env(env: CandidateChoiceEnv) -> Any:
     class TeamgymPettingZooEnv(PettingZooEnv):
         def reset(self, *args: Any, **kwargs: Any) -> tuple[dict, dict]:
             observation, info = super().reset(*args, **kwargs)
-            return observation, _numeric_info(info)
+            return observation, numeric_info(info)
 
         def step(self, action: Any) -> tuple[dict, list[float], bool, bool, dict]:
             observation, rewards, terminated, truncated, info = super().step(action)
-            return observation, rewards, terminated, truncated, _numeric_info(info)
+            return observation, rewards, terminated, truncated, numeric_info(info)
 
     return TeamgymPettingZooEnv(env)
-
-
-def _numeric_info(info: dict[str, Any]) -> dict[str, float]:
-    terms = info.get("reward_terms", {})
-    episode = info.get("episode") or {}
-    return {
-        "team": float(terms.get("team", 0.0)),
-        "local": float(terms.get("local", 0.0)),
-        "success": float(bool(episode.get("success", False))),
-    }
 
 
 def train_selectors(make_env: Callable[[], CandidateChoiceEnv], config: SelectorConfig | None = None) -> Selectors:
