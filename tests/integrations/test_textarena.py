@@ -101,3 +101,18 @@ def test_garbage_through_textarenas_api_is_penalised_not_raised():
         done, info = env.step("\x00 garbage ```python\n(((")
     rewards, game_info = env.close()
     assert rewards[0] < 0 and game_info[0]["success"] is False
+
+
+def test_the_prisoners_dilemma_pays_full_cooperation_as_team_one():
+    env = teamgym.make("textarena/ThreePlayerIPD-v0")
+    cooperate = env.unwrapped.scripted_policy("player_0", "cooperate")
+    env.reset(seed=0)
+    while env.agents:
+        agent = env.agent_selection
+        done = env.terminations[agent] or env.truncations[agent]
+        env.step(None if done else cooperate(env.observe(agent)))
+        if env.agents and all(env.terminations[a] or env.truncations[a] for a in env.agents):
+            break
+    terms = env.infos["player_0"]["reward_terms"]
+    assert terms["team"] == pytest.approx(1.0) and terms["edge"] == pytest.approx(-1.0)  # a three-way tie: 0 each
+    assert env.infos["player_0"]["episode"]["success"] is True

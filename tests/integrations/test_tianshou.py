@@ -4,6 +4,9 @@ Tianshou pins pandas<3: run with ``bash scripts/test_marl.sh`` (its own venv); t
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("tianshou", reason="tianshou lives in its own venv: bash scripts/test_marl.sh")
@@ -43,3 +46,13 @@ def test_dqn_selectors_beat_random_candidates_on_held_out_tasks(env_id):
     learned = success_rate(make_env, selectors.choose, HELD_OUT)
     baseline = success_rate(make_env, random_choice(0, 4), HELD_OUT)
     assert learned >= 0.8 and learned >= baseline + 0.5, (learned, baseline)
+
+
+@pytest.mark.slow
+def test_the_example_runs_at_a_tiny_budget():
+    path = Path(__file__).resolve().parents[2] / "examples" / "marl_candidates.py"
+    spec = importlib.util.spec_from_file_location("marl_candidates_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    (row,) = example.main(["--epochs", "1", "--steps-per-epoch", "50", "--tasks", "5", "--env", "sudoku-v0"])
+    assert row["library"] == "tianshou" and 0.0 <= row["learned"] <= 1.0 and 0.0 <= row["random"] <= 1.0

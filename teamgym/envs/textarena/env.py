@@ -21,16 +21,22 @@ an invalid move ends the game against the player who made it). At the final step
 ====================  ==========================================================================
 term                  meaning
 ====================  ==========================================================================
-team                  the mean of the players' TextArena rewards: what the group earned together
-                      (0 in a zero-sum game; the shared payoff of mutual cooperation in the IPD)
+team                  what the group earned together: the mean of the players' TextArena rewards (0
+                      in zero-sum games such as tic-tac-toe); in the prisoner's dilemma, whose TextArena
+                      rewards only rank the players, the players' mean point score over the score of
+                      full mutual cooperation (1.0 when everyone always cooperated)
 local ``edge``        the player's own TextArena reward minus ``team``
 local ``error``       -1 when TextArena itself raised on this player's action (the game then ends)
 ====================  ==========================================================================
 
-so with ``alpha=1`` a player's episode return is its TextArena reward. Earlier steps earn 0.
+so with ``alpha=1`` a player's episode return is its TextArena reward, and ``alpha > 1`` pays the group's outcome on
+top (in the prisoner's dilemma: cooperation). Earlier steps earn 0.
 
 **Success.** The game ended by its own rules with no invalid move by any player (not by a player's invalid move,
 TextArena's error or the turn limit).
+
+**Scripted policies.** Tic-tac-toe games: ``first_free`` (the first empty cell, read from the board).
+The prisoner's dilemma: ``cooperate`` (cooperates with every other player, in chat and decision rounds).
 
 **Determinism.** TextArena draws from Python's global ``random`` (seeded at reset). The env keeps its own state of
 that generator: every call into the game runs with the env's state swapped in and the process's swapped back after,
@@ -47,12 +53,12 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from teamgym.core import Outcome, TurnBasedTextEnv, reward_terms
+from teamgym.core import Outcome, Policy, TurnBasedTextEnv, reward_terms
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 
 __all__ = ["GAMES", "TextArenaEnv", "TextArenaState"]
@@ -189,6 +195,15 @@ class TextArenaEnv(TurnBasedTextEnv[int, TextArenaState]):
     def _episode_extras(self) -> dict[str, Any]:
         return {"game_id": self.game_id, "textarena_rewards": dict(self.state.final_rewards)}
 
+    def _scripted_policies(self) -> dict[str, dict[str, Callable[[], Policy]]]:
+        if "TicTacToe" in self.game_id:
+            named = {"first_free": lambda: self._first_free}
+        elif "IPD" in self.game_id or "PrisonersDilemma" in self.game_id:
+            named = {"cooperate": lambda: self._cooperate}
+        else:
+            return {}
+        return {agent: dict(named) for agent in self.possible_agents}
+
     def _apply_action(self, agent: str, action: str) -> Outcome:
         state = self.state
         try:
@@ -218,16 +233,35 @@ class TextArenaEnv(TurnBasedTextEnv[int, TextArenaState]):
             own = {a: -1.0 if a == agent else 0.0 for a in self.possible_agents}
             terms = {a: reward_terms(team=0.0, edge=0.0, error=own[a]) for a in self.possible_agents}
         else:
-            team = sum(own.values()) / len(self.possible_agents)
+            team = self._team_value(own)
             terms = {a: reward_terms(team=team, edge=own.get(a, 0.0) - team, error=0.0) for a in self.possible_agents}
         state.final_rewards = own
         return Outcome(terms, terminated=True, info={a: {"textarena_reward": own.get(a, 0.0)} for a in own})
+
+    def _team_value(self, own: dict[str, float]) -> float:
+        """The group's payoff: the mean TextArena reward, or for a prisoner's dilemma (a game that keeps point
+        scores and a mutual-cooperation payoff ``R``) its players' mean score over what full cooperation earns."""
+        game = self.state.game
+        scores = getattr(game.state, "game_state", {}).get("scores")
+        if isinstance(scores, dict) and hasattr(game, "R") and hasattr(game, "num_rounds"):
+            best = float(game.R) * (self.num_players - 1) * int(game.num_rounds)
+            return sum(scores.values()) / (len(scores) * best) if best > 0 else 0.0
+        return sum(own.values()) / len(self.possible_agents)
 
     def _read_observation(self, state: TextArenaState) -> None:
         with self._game_random(state):
             pid, observation = state.game.get_observation()
         state.current = f"player_{pid}"
         state.prompts[state.current] = observation if isinstance(observation, str) else str(observation)
+
+    def _first_free(self, observation: Any) -> str:
+        board = self.state.game.state.game_state["board"]
+        cells = [r * len(board) + c for r, row in enumerate(board) for c, cell in enumerate(row) if cell == ""]
+        return f"[{cells[0] if cells else 0}]"
+
+    def _cooperate(self, observation: Any) -> str:
+        me = self.possible_agents.index(self.agent_selection)
+        return " ".join(f"[{other} cooperate]" for other in range(self.num_players) if other != me)
 
     @contextmanager
     def _game_random(self, state: TextArenaState) -> Iterator[None]:
