@@ -15,6 +15,10 @@ checks a text env for LLM teams needs on top:
   naming the fix (``step``/``last``/``observe`` before ``reset()``, ``step``/``last`` after every agent is done,
   actions that are not ``str``).
 
+A wrapper with numeric actions over a teamgym env (e.g. :class:`~teamgym.integrations.marl.CandidateChoiceEnv`,
+``Discrete(k)``) gets the same checks with actions sampled from its action space in place of garbage text (and
+``step(42)`` must then be out of range); the scripted text policies are not played through it.
+
 It takes a registered id, an env instance (as Gymnasium's and PettingZoo's checkers do) or a factory:
 
 >>> from teamgym.testing import check_env
@@ -249,7 +253,7 @@ def _check_misuse(env: AECEnv) -> None:
     env.reset(seed=0)
     for bad in (None, 42, b"bytes"):
         _expect_error(InvalidActionError, lambda bad=bad: env.step(bad), f"step({bad!r}) for a live agent")
-    play_episode(env, _random_policy(0), seed=0)
+    play_episode(env, _random_policy(0, env), seed=0)
     for what, call in (("step(None)", lambda: env.step(None)), ("step('hello')", lambda: env.step("hello")),
                        ("last()", env.last)):
         _expect_error(EnvStateError, call, f"{what} after every agent is done")
@@ -269,10 +273,15 @@ def _expect_error(error: type[Exception], call: Callable[[], Any], what: str) ->
     raise AssertionError(f"{what} must raise teamgym.errors.{error.__name__}")
 
 
+def _takes_text(env: AECEnv) -> bool:
+    """Whether the env's actions are completions (a ``TextSpace``), not numbers (a wrapper's ``Discrete``...)."""
+    return isinstance(env.action_space(env.possible_agents[0]), TextSpace)
+
+
 def _check_garbage(make_aec: EnvFactory, num_actions: int, seed: int) -> None:
     env = make_aec()
     rng = np.random.default_rng(seed)
-    stream = garbage_actions(rng)
+    stream = garbage_actions(rng) if _takes_text(env) else _sampled_actions(env, seed)
     episode = 0
     env.reset(seed=seed)
     _check_step_invariants(env, "after reset")
@@ -290,7 +299,8 @@ def _check_garbage(make_aec: EnvFactory, num_actions: int, seed: int) -> None:
         try:
             env.step(action)
         except Exception as err:
-            raise AssertionError(f"garbage action #{i} {action[:80]!r} raised {type(err).__name__}: {err}") from err
+            shown = str(action)[:80]
+            raise AssertionError(f"garbage action #{i} {shown!r} raised {type(err).__name__}: {err}") from err
         _check_step_invariants(env, f"garbage action #{i}")
         observation = env.observe(env.agent_selection) if env.agents else None
         if observation is not None:
@@ -298,9 +308,22 @@ def _check_garbage(make_aec: EnvFactory, num_actions: int, seed: int) -> None:
     env.close()
 
 
-def _random_policy(seed: int) -> Callable[[str, Any, dict[str, Any]], str]:
-    stream = garbage_actions(np.random.default_rng(seed), TextSpace(256))
+def _random_policy(seed: int, env: AECEnv | None = None) -> Callable[[Any, Any, dict[str, Any]], Any]:
+    """Garbage completions, or for an env with numeric actions (``env`` given) samples of its action space."""
+    stream = (
+        garbage_actions(np.random.default_rng(seed), TextSpace(256))
+        if env is None or _takes_text(env)
+        else _sampled_actions(env, seed)
+    )
     return lambda agent, observation, info: next(stream)
+
+
+def _sampled_actions(env: AECEnv, seed: int) -> Iterator[Any]:
+    """An endless stream of seeded samples of the first agent's action space (the same for every agent)."""
+    space = copy.deepcopy(env.action_space(env.possible_agents[0]))
+    space.seed(seed)
+    while True:
+        yield space.sample()
 
 
 def _trace(env: AECEnv, actions: list[str]) -> list[Any]:
@@ -312,7 +335,7 @@ def _trace(env: AECEnv, actions: list[str]) -> list[Any]:
         action = None if (env.terminations[agent] or env.truncations[agent]) else queue.pop(0)
         env.step(action)
         trace.append((agent, _plain(env.rewards), _plain(env.infos),
-                      {a: env.observe(a) for a in env.agents}, dict(env.terminations), dict(env.truncations)))
+                      {a: _plain(env.observe(a)) for a in env.agents}, dict(env.terminations), dict(env.truncations)))
     return trace
 
 
@@ -323,7 +346,7 @@ def _check_snapshots(make_aec: EnvFactory, seed: int) -> None:
     oracle = _scripted_or_none(env)
     for trial in range(3):
         env.reset(seed=seed + trial)
-        policy = _random_policy(seed + trial)
+        policy = _random_policy(seed + trial, env)
         # Advance a step or two, so that the snapshot is taken mid-episode.
         for _ in range(trial):
             if env.agents and not (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
@@ -331,9 +354,9 @@ def _check_snapshots(make_aec: EnvFactory, seed: int) -> None:
                 env.step(policy(agent, env.observe(agent), env.infos[agent]))
         if not env.agents:
             continue
-        before = (_plain(env.infos), dict(env.rewards), {a: env.observe(a) for a in env.agents})
+        before = (_plain(env.infos), dict(env.rewards), {a: _plain(env.observe(a)) for a in env.agents})
         snap = env.snapshot()
-        assert (_plain(env.infos), dict(env.rewards), {a: env.observe(a) for a in env.agents}) == before, (
+        assert (_plain(env.infos), dict(env.rewards), {a: _plain(env.observe(a)) for a in env.agents}) == before, (
             "snapshot() changed the env"
         )
         actions = [policy(a, None, {}) for a in range(8)] if oracle is None or trial != 1 else oracle(env)
@@ -351,7 +374,7 @@ def _check_snapshots(make_aec: EnvFactory, seed: int) -> None:
 
 def _scripted_or_none(env: AECEnv) -> Callable[[AECEnv], list[str]] | None:
     base = env.unwrapped
-    if not isinstance(base, TurnBasedTextEnv) or not base.scripted_policies():
+    if not isinstance(base, TurnBasedTextEnv) or not base.scripted_policies() or not _takes_text(env):
         return None
 
     def actions(env: AECEnv) -> list[str]:
@@ -379,8 +402,9 @@ def _check_seeded_resets(make_aec: EnvFactory, seed: int) -> None:
         a.reset(seed=s)
         b.reset(seed=s)
         assert _plain(a.infos) == _plain(b.infos), f"reset(seed={s}) gave different infos in two envs"
-        assert [a.observe(x) for x in a.agents] == [b.observe(x) for x in b.agents], f"reset(seed={s}) differs"
-        policy = _random_policy(s)
+        observed = [_plain([env.observe(x) for x in env.agents]) for env in (a, b)]
+        assert observed[0] == observed[1], f"reset(seed={s}) differs"
+        policy = _random_policy(s, a)
         actions = [policy("", None, {}) for _ in range(6)]
         assert _trace(a, actions) == _trace(b, actions), f"seed {s}: same actions gave different episodes"
     a.close()
@@ -397,7 +421,7 @@ def _check_render(env_id: str | AECEnv | EnvFactory, make_aec: EnvFactory, kwarg
         if getattr(env, "render_mode", None) != "ansi":
             return
     env.reset(seed=seed)
-    policy = _random_policy(seed)
+    policy = _random_policy(seed, env)
     _trace(env, [policy("", None, {}) for _ in range(3)])
     text = env.render()
     assert isinstance(text, str) and text.strip(), "render() with render_mode='ansi' must return the episode as text"
@@ -407,7 +431,7 @@ def _check_render(env_id: str | AECEnv | EnvFactory, make_aec: EnvFactory, kwarg
 def _check_scripted(make_aec: EnvFactory, seed: int) -> None:
     env = make_aec()
     base = env.unwrapped
-    if not isinstance(base, TurnBasedTextEnv):
+    if not isinstance(base, TurnBasedTextEnv) or not _takes_text(env):
         return
     for role, names in base.scripted_policies().items():
         for name in names:

@@ -7,6 +7,8 @@ starts with ``teamgym new-env NAME``, which adds its ``register`` line here (CON
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 from teamgym.registry import register
 
 register("coder_tester-v0", "teamgym.envs.coder_tester.env:CoderTesterEnv",
@@ -27,3 +29,11 @@ register("sanity_relay-v0", "teamgym.envs.sanity.env:RelayEnv",
          description="Learning sanity check: a speaker sees a cue, a listener hears the speaker and must repeat it")
 register("sanity_two_turn-v0", "teamgym.envs.sanity.env:TwoTurnEnv",
          description="Learning sanity check: two turns, only the second turn's answer earns a reward")
+
+# TextArena's games when its package is installed (`pip install 'teamgym[textarena]'`): without it they are not listed.
+if find_spec("textarena") is not None:
+    from teamgym.envs.textarena.env import GAMES
+
+    for _game in GAMES:
+        register(f"textarena/{_game}", "teamgym.envs.textarena.env:TextArenaEnv", game_id=_game,
+                 description=f"TextArena's {_game} game, its {GAMES[_game]} players as roles")

@@ -9,7 +9,12 @@ One module per library, each behind an optional extra and imported only when use
 * :mod:`teamgym.integrations.openrlhf`: the agent classes OpenRLHF's ``--train.agent_func_path`` file binds
   (``pip install 'teamgym[openrlhf]'``, GPU machines; see docs/integrations/openrlhf.md for CPU);
 * :mod:`teamgym.integrations.verifiers`: one teamgym role as a verifiers multi-turn environment
-  (``pip install 'teamgym[verifiers]'``).
+  (``pip install 'teamgym[verifiers]'``);
+* :mod:`teamgym.integrations.marl`: candidate choice, a text env as a ``Discrete(k)``/``Box`` PettingZoo env for
+  classic MARL libraries (no extra), trained by :mod:`teamgym.integrations.tianshou` (``teamgym[tianshou]``) or
+  :mod:`teamgym.integrations.rllib` (``teamgym[rllib]``);
+* :mod:`teamgym.integrations.textarena`: a teamgym env behind TextArena's ``Env`` API (``teamgym[textarena]``;
+  TextArena's games as teamgym envs are :mod:`teamgym.envs.textarena`).
 
 :mod:`teamgym.integrations.partners` resolves the partner policies every single-role adapter takes.
 """

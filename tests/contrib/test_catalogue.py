@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_builtin_env_has_a_fresh_page():
+    if find_spec("textarena") is None:
+        pytest.skip("docs/envs lists TextArena's games, registered only with the textarena extra (CI installs it)")
     stale = stale_pages(default_out(), builtin_ids(), source_root=ROOT)
     assert not stale, f"stale pages {[str(s.path) for s in stale]}: run `teamgym catalogue --write` and commit them"
 
