@@ -47,6 +47,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from teamgym.core import EPISODE_KEY
 from teamgym.errors import InvalidActionError, InvalidArgumentError, check_int
 from teamgym.wrappers.base import TextEnvWrapper
 
@@ -383,7 +384,7 @@ def success_rate(
         while env.agents:
             observation, _, terminated, truncated, info = env.last()
             env.step(None if terminated or truncated else choose(env.agent_selection, observation))
-        wins += bool(info.get("episode", {}).get("success"))
+        wins += bool(info.get(EPISODE_KEY, {}).get("success"))
     return wins / max(1, len(task_ids))
 
 
@@ -400,7 +401,7 @@ def numeric_info(info: Mapping[str, Any]) -> dict[str, float]:
     refuse, or carry along for nothing, the chat messages and transcripts of a full info.
     """
     terms = info.get("reward_terms", {})
-    episode = info.get("episode") or {}
+    episode = info.get(EPISODE_KEY) or {}
     return {
         "team": float(terms.get("team", 0.0)),
         "local": float(terms.get("local", 0.0)),

@@ -32,6 +32,7 @@ from typing import Any
 
 from pettingzoo import AECEnv
 
+from teamgym.core import EPISODE_KEY
 from teamgym.errors import DependencyNotInstalled, EnvStateError, InvalidArgumentError
 
 try:
@@ -118,7 +119,7 @@ class TeamgymArenaEnv(ta.Env):
         self._last_episode = None
         while self.env.agents:
             agent = self.env.agent_selection
-            episode = self.env.infos[agent].get("episode")
+            episode = self.env.infos[agent].get(EPISODE_KEY)
             if episode is not None:
                 self._last_episode = dict(episode)
             if not (self.env.terminations[agent] or self.env.truncations[agent]):

@@ -11,6 +11,7 @@ from gymnasium.wrappers import RecordEpisodeStatistics
 import teamgym
 from teamgym.core import EPISODE_KEY
 from teamgym.errors import InvalidArgumentError
+from teamgym.integrations.gym_registry import make_single_agent
 
 # Every per-step key SingleAgentView promises (docs/wrappers.md); the env's diagnostics come on top.
 ALWAYS = {
@@ -39,7 +40,11 @@ def play(env, seed):
 @pytest.mark.parametrize("env_id", teamgym.list_envs())
 def test_record_episode_statistics_on_every_single_agent_view(env_id):
     agent = teamgym.make(env_id).possible_agents[-1]
-    env = RecordEpisodeStatistics(gymnasium.make(f"teamgym/{env_id}", agent=agent))
+    if "/" in env_id:  # a namespaced id (textarena/...): Gymnasium's ids take one namespace, so it is not registered
+        assert f"teamgym/{env_id}" not in gymnasium.registry
+        env = RecordEpisodeStatistics(gymnasium.wrappers.PassiveEnvChecker(make_single_agent(env_id, agent=agent)))
+    else:
+        env = RecordEpisodeStatistics(gymnasium.make(f"teamgym/{env_id}", agent=agent))
     infos = play(env, seed=0)
     final = infos[-1]
     assert final["episode"]["l"] == len(infos) - 1  # Gymnasium's own statistics
@@ -56,7 +61,13 @@ def test_gymnasium_make_takes_the_role_partners_and_env_arguments():
         gymnasium.make("teamgym/coder_tester-v0", agent="judge")
 
 
-def test_register_gymnasium_envs_adds_envs_registered_later():
+def test_register_gymnasium_envs_adds_envs_registered_later(monkeypatch):
+    from teamgym import registry
+
+    # Both registries restored afterwards: later tests list every registered id (the catalogue's among them).
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    monkeypatch.setattr(gymnasium.envs.registration, "registry", dict(gymnasium.registry))
+    monkeypatch.setattr(gymnasium, "registry", gymnasium.envs.registration.registry)
     teamgym.register("later_relay-v0", "teamgym.envs.sanity.env:RelayEnv")
     assert teamgym.register_gymnasium_envs() == ["teamgym/later_relay-v0"]
     assert teamgym.register_gymnasium_envs() == []

@@ -7,6 +7,7 @@ import pytest
 from pettingzoo.test import api_test
 
 import teamgym
+from teamgym.core import EPISODE_KEY
 from teamgym.errors import InvalidActionError, InvalidArgumentError
 from teamgym.integrations.marl import (
     CandidateChoiceEnv,
@@ -89,7 +90,7 @@ def test_oracle_choices_solve_and_random_choices_mostly_fail():
             while oracle_env.agents:
                 observation, _, terminated, truncated, info = oracle_env.last()
                 oracle_env.step(None if terminated or truncated else choose(oracle_env.agent_selection, observation))
-            wins += info["episode"]["success"]
+            wins += info[EPISODE_KEY]["success"]
         return wins / len(tasks)
 
     assert play(oracle, HELD_OUT) == 1.0

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("textarena", reason="install the textarena extra: pip install 'teamgym[textarena]'")
 
 import teamgym  # noqa: E402
+from teamgym.core import EPISODE_KEY  # noqa: E402
 from teamgym.envs.textarena import GAMES, TextArenaEnv  # noqa: E402
 from teamgym.errors import InvalidArgumentError  # noqa: E402
 from teamgym.integrations.textarena import TeamgymArenaEnv  # noqa: E402
@@ -53,8 +54,8 @@ def test_a_win_is_local_edge_and_the_zero_sum_team_term_is_zero():
     assert infos["player_0"]["reward_terms"]["edge"] == 1.0
     assert infos["player_1"]["reward_terms"]["edge"] == -1.0
     assert infos["player_0"]["reward_terms"]["team"] == 0.0
-    assert infos["player_0"]["episode"]["success"] is True
-    assert infos["player_0"]["episode"]["returns"] == {"player_0": 1.0, "player_1": -1.0}
+    assert infos["player_0"][EPISODE_KEY]["success"] is True
+    assert infos["player_0"][EPISODE_KEY]["returns"] == {"player_0": 1.0, "player_1": -1.0}
 
 
 def test_an_invalid_move_is_not_a_success_and_the_global_random_is_left_alone():
@@ -64,8 +65,8 @@ def test_an_invalid_move_is_not_a_success_and_the_global_random_is_left_alone():
     env = teamgym.make("textarena/TicTacToe-v0")
     infos = _play(env, ["no move at all"] * 10)
     assert random.random() == expected
-    assert infos["player_0"]["episode"]["success"] is False
-    assert min(infos[a]["episode"]["returns"][a] for a in infos) < 0
+    assert infos["player_0"][EPISODE_KEY]["success"] is False
+    assert min(infos[a][EPISODE_KEY]["returns"][a] for a in infos) < 0
 
 
 def test_unknown_game_and_bad_players_raise():
@@ -115,4 +116,4 @@ def test_the_prisoners_dilemma_pays_full_cooperation_as_team_one():
             break
     terms = env.infos["player_0"]["reward_terms"]
     assert terms["team"] == pytest.approx(1.0) and terms["edge"] == pytest.approx(-1.0)  # a three-way tie: 0 each
-    assert env.infos["player_0"]["episode"]["success"] is True
+    assert env.infos["player_0"][EPISODE_KEY]["success"] is True

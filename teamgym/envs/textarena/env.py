@@ -44,7 +44,7 @@ so seeds reproduce, snapshots restore exactly, and nothing else in the process i
 thread per env, as PettingZoo envs are anyway).
 
 **Options.** ``game_id`` (the TextArena id), ``num_players`` (default: the game's, as registered here),
-``max_turns`` (default 50), ``alpha``, ``render_mode``.
+``max_turns`` (default 50; or ``max_cycles``, PettingZoo's name for it), ``alpha``, ``render_mode``.
 
 **Version history.** v0: first release (TextArena 0.7.4).
 """
@@ -130,6 +130,7 @@ class TextArenaEnv(TurnBasedTextEnv[int, TextArenaState]):
         *,
         num_players: int | None = None,
         max_turns: int = 50,
+        max_cycles: int | None = None,
         alpha: float | dict[str, float] = 1.0,
         render_mode: str | None = None,
     ):
@@ -146,6 +147,7 @@ class TextArenaEnv(TurnBasedTextEnv[int, TextArenaState]):
             )
         super().__init__(
             max_turns=max_turns,
+            max_cycles=max_cycles,
             alpha=alpha,
             render_mode=render_mode,
             agents=[f"player_{i}" for i in range(players)],
