@@ -58,10 +58,14 @@ class GPT2Decoder:
         self.allowed[:, :width] = mask.bool()
         self.length = 0
         self.position = positions[:, -1:]
-        # The prefill mask transformers builds for SDPA: a key is seen where it is not padding and not in the future.
-        causal = torch.ones((width, width), dtype=torch.bool, device=device).tril()
-        prefill_mask = causal[None, None] & self.allowed[:, None, None, :width]
-        self._first = self._forward(input_ids, positions, prefill_mask)
+        # transformers' choice for SDPA: without padding no mask at all (``is_causal`` in the prefill), else the
+        # boolean mask of keys that are not padding and not in the future. Kernels round differently, so follow it.
+        self.padded = not bool(self.allowed[:, :width].all())
+        if self.padded:
+            causal = torch.ones((width, width), dtype=torch.bool, device=device).tril()
+            self._first = self._forward(input_ids, positions, causal[None, None] & self.allowed[:, None, None, :width])
+        else:
+            self._first = self._forward(input_ids, positions, None)
 
     @staticmethod
     def supports(model: Any) -> bool:
@@ -85,11 +89,11 @@ class GPT2Decoder:
         end = self.length + 1
         self.allowed[:, self.length] = True
         self.position = self.position + 1
-        mask = self.allowed[:, None, None, :end]
+        mask = self.allowed[:, None, None, :end] if self.padded else None
         return self._forward(tokens[:, None], self.position, mask)
 
     @torch.no_grad()
-    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         batch, q_len = ids.shape
         start = self.length
         end = start + q_len
@@ -100,10 +104,15 @@ class GPT2Decoder:
             qkv = torch.addmm(p.qkv_bias, x.view(-1, embed), p.qkv_weight).view(batch, q_len, 3 * embed)
             query, key, value = qkv.split(embed, dim=2)
             query = query.view(batch, q_len, heads, head_dim).transpose(1, 2)
-            keys[:, :, start:end] = key.view(batch, q_len, heads, head_dim).transpose(1, 2)
-            values[:, :, start:end] = value.view(batch, q_len, heads, head_dim).transpose(1, 2)
-            out = F.scaled_dot_product_attention(query, keys[:, :, :end], values[:, :, :end], attn_mask=mask,
-                                                 dropout_p=0.0, scale=p.scaling, is_causal=False)
+            key = key.view(batch, q_len, heads, head_dim).transpose(1, 2)
+            value = value.view(batch, q_len, heads, head_dim).transpose(1, 2)
+            keys[:, :, start:end] = key
+            values[:, :, start:end] = value
+            if start:  # decoding: attend to the cache
+                key, value = keys[:, :, :end], values[:, :, :end]
+            out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask,
+                                                 dropout_p=0.0, scale=p.scaling,
+                                                 is_causal=mask is None and q_len > 1)
             out = out.transpose(1, 2).reshape(batch * q_len, embed)
             hidden = torch.addmm(p.proj_bias, out, p.proj_weight).view(batch, q_len, embed) + hidden
             x = F.layer_norm(hidden, (embed,), p.ln_2_weight, p.ln_2_bias, p.ln_2_eps)
@@ -111,8 +120,8 @@ class GPT2Decoder:
             x = torch.addmm(p.mlp_proj_bias, x, p.mlp_proj_weight)
             hidden = hidden + x.view(batch, q_len, embed)
         self.length = end
-        last = F.layer_norm(hidden[:, -1], (embed,), *self.ln_f)
-        return F.linear(last, self.lm_head)
+        # over every position, as transformers does: a product of other shapes may round differently
+        return F.linear(F.layer_norm(hidden, (embed,), *self.ln_f), self.lm_head)[:, -1]
 
 
 class _BlockParams:

@@ -12,17 +12,19 @@ from teamgym.rollout.fast_gpt2 import GPT2Decoder
 from teamgym.rollout.hf import _left_pad
 
 
-def _prompts(count: int, seed: int) -> list[list[int]]:
+def _prompts(count: int, seed: int, padded: bool) -> list[list[int]]:
     rng = random.Random(seed)
-    return [[rng.randrange(3, 95) for _ in range(rng.randrange(1, 40))] for _ in range(count)]
+    return [[rng.randrange(3, 95) for _ in range(rng.randrange(1, 40) if padded else 17)] for _ in range(count)]
 
 
+@pytest.mark.parametrize("padded", [True, False])  # transformers drops the mask without padding: another kernel
 @pytest.mark.parametrize(("n_layer", "n_embd", "n_head"), [(2, 64, 2), (3, 48, 4)])
-def test_decoder_logits_equal_the_models_forward(n_layer, n_embd, n_head):
+def test_decoder_logits_equal_the_models_forward(n_layer, n_embd, n_head, padded):
     policy = HFPolicy.tiny(seed=1, n_layer=n_layer, n_embd=n_embd, n_head=n_head)
     model = policy.model.eval()
     assert GPT2Decoder.supports(model)
-    ids, mask = _left_pad(_prompts(9, n_layer), policy.pad_id, torch.device("cpu"))
+    ids, mask = _left_pad(_prompts(9, n_layer, padded), policy.pad_id, torch.device("cpu"))
+    assert bool((mask == 0).any()) == padded
     positions = (mask.cumsum(-1) - 1).clamp_min(0)
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -44,6 +46,7 @@ def _completions(policy: HFPolicy, fast: bool, sampling: SamplingParams, monkeyp
         if not fast:
             patch.setattr(GPT2Decoder, "supports", staticmethod(lambda model: False))
         groups = policy.generate(["....\n.#..\n@..G\nT>", "G...\n..@.\nP>", "ab", "x" * 30], 3, sampling)
+        groups += policy.generate(["....\n.#..\n@..G\nT>", "G...\n..@.\n.#..\nT>"], 2, sampling)  # no padding
     return [[(c.text, c.token_ids, c.logprobs, c.finish_reason) for c in group] for group in groups]
 
 
