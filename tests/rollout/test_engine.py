@@ -18,6 +18,7 @@ from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeS
 from teamgym.rollout.slot import EnvSlot, LocalSlots, Scored, _chooser, _restore, _snapshot
 from tests.rollout.fakes import ScriptedSampler
 from tests.support.relay_env import RelayEnv
+from tests.support.sandbox_batches import record_batches
 
 SPEAKER = ["", "word is banana", "The word is {word}", "hm"]
 
@@ -370,17 +371,7 @@ def program_text(prompt: str, j: int) -> str:
 def test_a_levels_programs_go_to_the_sandbox_together(strategy, monkeypatch):
     """Every program of a tree level (all candidates, all envs) goes out in one batch, each distinct one once, and
     the rows equal the reference slots' (every candidate's program run by its own step)."""
-    import teamgym.sandbox as sandbox
-
-    batches: list[list[str]] = []
-    original = sandbox.Sandbox.run_many
-
-    def counted(self, jobs):
-        jobs = list(jobs)
-        batches.append([job.code for job in jobs])
-        return original(self, jobs)
-
-    monkeypatch.setattr(sandbox.Sandbox, "run_many", counted)
+    batches = record_batches(monkeypatch)
     tree = TreeSampling(k=4, strategy=strategy, k0=2, k_max=6)
     env_fn = partial(teamgym.make, "plan_path-v0", size=4, max_turns=2)
     results = []

@@ -6,18 +6,11 @@ import threading
 
 import teamgym.sandbox as sandbox
 from teamgym.sandbox import ExecResult, Job, Program, prefetched, run_programs
+from tests.support.sandbox_batches import record_batches
 
 
 def test_run_programs_runs_identical_programs_once_in_order(monkeypatch) -> None:
-    ran: list[list[str]] = []
-    original = sandbox.Sandbox.run_many
-
-    def counted(self, jobs):
-        jobs = list(jobs)
-        ran.append([job.code for job in jobs])
-        return original(self, jobs)
-
-    monkeypatch.setattr(sandbox.Sandbox, "run_many", counted)
+    ran = record_batches(monkeypatch)
     programs = [Program.of("print(1)"), Program.of("print(input())", "2"), Program.of("print(1)"),
                 Program.of("1/0", timeout=2.0)]
     results = run_programs(programs)
