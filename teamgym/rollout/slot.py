@@ -115,17 +115,14 @@ class EnvSlot:
         new text's ``programs`` from the node state (the env is put back in it; texts already stepped at this node
         are not stepped again, so they need none)."""
         declare = getattr(self.env.unwrapped, "programs", None)
-        if declare is None:
+        new = [text for text in dict.fromkeys(texts) if text not in self._seen]
+        if declare is None or not new:
             return []
         if not self._at_node:
             _restore(self.env, self._state)
             self._at_node = True
             self._current = -1
-        out: list[Any] = []
-        for text in dict.fromkeys(texts):
-            if text not in self._seen:
-                out.extend(declare(text))
-        return out
+        return [program for text in new for program in declare(text)]
 
     def expand(self, texts: Sequence[str], strategy: str, choose_args: dict[str, Any],
                prefetched: tuple[Sequence[Any], Sequence[Any]] = ((), ())) -> tuple[list[Scored], int]:
