@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import math
 import os
 import re
 import statistics
@@ -161,6 +162,69 @@ def loop_tree_torch(parents: list, rewards: torch.Tensor) -> torch.Tensor:
     return out
 
 
+# ---------------------------------------------------------------- plain vectorised numpy (bincount)
+# What a careful engineer writes in numpy for one data layout: small non-negative integer keys folded by mixed
+# radix, per-group sums by bincount, float64 statistics, singleton groups 0. No input checks, no general ids, no
+# exact-zero handling of constant groups: the fastest reasonable implementation, the bar for ours.
+
+
+def np_radix(*columns: np.ndarray) -> np.ndarray:
+    """Codes of the key tuples by mixed radix (keys are small non-negative ints)."""
+    code = columns[0]
+    for column in columns[1:]:
+        code = code * (int(column.max()) + 1) + column
+    return code
+
+
+def np_normalize(values: np.ndarray, codes: np.ndarray, scale: bool = True, eps: float = 1e-6) -> np.ndarray:
+    x = values.astype(np.float64)
+    count = np.bincount(codes)
+    mean = np.bincount(codes, x) / np.maximum(count, 1)
+    centred = x - mean[codes]
+    if not scale:
+        return centred.astype(values.dtype)
+    std = np.sqrt(np.bincount(codes, centred * centred) / np.maximum(count - 1, 1))
+    factor = np.where((count > 1) & (std > 0), 1.0 / (std + eps), 0.0)
+    return (centred * factor[codes]).astype(values.dtype)
+
+
+def np_rloo(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    x = values.astype(np.float64)
+    count = np.bincount(codes)
+    total = np.bincount(codes, x)
+    n = count[codes]
+    return np.where(n > 1, x - (total[codes] - x) / np.maximum(n - 1, 1), 0.0).astype(values.dtype)
+
+
+def np_gigpo(ep: np.ndarray, step: np.ndarray, group: np.ndarray, traj: np.ndarray, anchor: np.ndarray,
+             scale: bool = True) -> np.ndarray:
+    """Episode-level GRPO over one return per (group, trajectory) unit plus step-level GRPO over anchor groups.
+
+    ``group`` is the episode group (team GiGPO: the (group, agent) code) and ``anchor`` the step group code. Step
+    groups are keyed by the anchor id without the group: the benchmark's anchor ids are built per prompt group (a
+    shortcut a plain implementation takes knowing the data; ours checks it).
+    """
+    n_traj = int(traj.max()) + 1
+    unit = group * n_traj + traj
+    present = np.bincount(unit) > 0
+    unit_return = np.zeros(present.size)
+    unit_return[unit] = ep
+    units = np.flatnonzero(present)
+    unit_adv = np.zeros(present.size)
+    unit_adv[units] = np_normalize(unit_return[units], units // n_traj, scale)
+    return (unit_adv[unit] + np_normalize(step.astype(np.float64), anchor, scale)).astype(ep.dtype)
+
+
+def np_returns(rewards: np.ndarray, traj: np.ndarray, turn: np.ndarray, gamma: float = 0.95) -> np.ndarray:
+    """A padded (turn, trajectory) table filled backwards (trajectory and turn ids small and dense)."""
+    n_traj, n_turn = int(traj.max()) + 1, int(turn.max()) + 1
+    table = np.zeros((n_turn, n_traj), dtype=rewards.dtype)
+    table[turn, traj] = rewards
+    for t in range(n_turn - 2, -1, -1):
+        table[t] += gamma * table[t + 1]
+    return table[turn, traj]
+
+
 def loop_factorize(strings: list) -> list:
     seen: dict = {}
     out = []
@@ -260,6 +324,7 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=100_000)
     parser.add_argument("--loop-rows", type=int, default=100_000)
     parser.add_argument("--only", default="", help="run only the rows whose name contains this text")
+    parser.add_argument("--skip-loops", action="store_true", help="leave the slow loops out (numpy rows only)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     n, loop_n = args.rows, min(args.loop_rows, args.rows)
@@ -276,28 +341,36 @@ def main() -> None:
     ) = s["group"].tolist(), s["agent"].tolist(), s["turn"].tolist(), s["traj"].tolist()
     s_anchor = s["anchors"]
     b = big
+    a = {k: v.numpy() for k, v in b.items() if isinstance(v, torch.Tensor)}
+    a_anchor = anchors_big.numpy()
     cases = [
-        ("grpo", lambda: grpo(b["rewards"], b["group"]), lambda: loop_normalize(s["rewards"], sg)),
+        ("grpo", lambda: grpo(b["rewards"], b["group"]), lambda: loop_normalize(s["rewards"], sg),
+         lambda: np_normalize(a["rewards"], a["group"])),
         (
             "dr_grpo",
             lambda: dr_grpo(b["rewards"], b["group"]),
             lambda: loop_normalize(s["rewards"], sg, False),
+            lambda: np_normalize(a["rewards"], a["group"], False),
         ),
-        ("rloo", lambda: rloo(b["rewards"], b["group"]), lambda: loop_rloo(s["rewards"], sg)),
+        ("rloo", lambda: rloo(b["rewards"], b["group"]), lambda: loop_rloo(s["rewards"], sg),
+         lambda: np_rloo(a["rewards"], a["group"])),
         (
             "at_grpo",
             lambda: at_grpo(b["rewards"], b["group"], b["agent"], b["turn"]),
             lambda: loop_normalize(s["rewards"], list(zip(sg, sa, st, strict=True))),
+            lambda: np_normalize(a["rewards"], np_radix(a["group"], a["agent"], a["turn"])),
         ),
         (
             "dr_mas",
             lambda: dr_mas(b["rewards"], b["group"], b["agent"]),
             lambda: loop_normalize(s["rewards"], list(zip(sg, sa, strict=True))),
+            lambda: np_normalize(a["rewards"], np_radix(a["group"], a["agent"])),
         ),
         (
             "mhgpo",
             lambda: mhgpo(b["rewards"], b["group"], b["agent"]),
             lambda: loop_normalize(s["rewards"], list(zip(sg, sa, strict=True))),
+            lambda: np_normalize(a["rewards"], np_radix(a["group"], a["agent"])),
         ),
         (
             "gigpo",
@@ -305,6 +378,7 @@ def main() -> None:
             lambda: loop_gigpo(
                 s["ep"], s["step"], list(zip(sg, str_, strict=True)), sg, list(zip(sg, s_anchor, strict=True))
             ),
+            lambda: np_gigpo(a["ep"], a["step"], a["group"], a["traj"], a_anchor),
         ),
         (
             "team_gigpo",
@@ -316,16 +390,20 @@ def main() -> None:
                 list(zip(sg, sa, strict=True)),
                 list(zip(sg, sa, s_anchor, strict=True)),
             ),
+            lambda: np_gigpo(a["ep_agent"], a["step"], np_radix(a["group"], a["agent"]), a["traj"],
+                             np_radix(a_anchor, a["agent"])),
         ),
         (
             "discounted_returns",
             lambda: discounted_returns(b["step"], b["traj_unique"], b["turn_unique"]),
             lambda: loop_returns(s["step"], s["traj_unique"].tolist(), s["turn_unique"].tolist()),
+            lambda: np_returns(a["step"], a["traj_unique"], a["turn_unique"]),
         ),
         (
             f"group_ids ({n:,} string anchors)",
             lambda: group_ids(b["anchors"]),
             lambda: loop_factorize(s_anchor),
+            None,
         ),
     ]
     parents, leaf = make_forest(n)
@@ -339,6 +417,7 @@ def main() -> None:
             f"treerl ({parents.numel():,} tree nodes), vs the dict-of-lists tensor loop",
             lambda: treerl_advantages(parents, leaf),
             lambda: loop_tree_torch(sp, small_leaf),
+            None,
         )
     )
     cases.append(
@@ -346,29 +425,37 @@ def main() -> None:
             f"treerl ({parents.numel():,} tree nodes), vs a plain-float Python walk",
             lambda: treerl_advantages(parents, leaf),
             lambda: loop_tree(sp, sl),
+            None,
         )
     )
     cases = [case for case in cases if args.only in case[0]]
-    for name, ours, loop in cases:
-        # ours, then the loop, then ours again: both see similar machine load
+    for name, ours, loop, plain in cases:
+        # ours, then the loop and numpy, then ours again: all see similar machine load
         first = seconds(ours, repeats=3)
         factor = tree_scale if name.startswith("treerl") else scale
-        loop_wall, loop_cpu = (t * factor for t in seconds(loop, repeats=1))
+        loop_wall, loop_cpu = (t * factor for t in seconds(loop, repeats=1)) if not args.skip_loops else (0.0, 0.0)
+        numpy_wall, numpy_cpu = seconds(plain, repeats=3) if plain is not None else (math.nan, math.nan)
         second = seconds(ours, repeats=3)
+        if plain is not None:  # and numpy again, interleaved the same way
+            again = seconds(plain, repeats=3)
+            numpy_wall, numpy_cpu = min(numpy_wall, again[0]), min(numpy_cpu, again[1])
         ours_wall, ours_cpu = min(first[0], second[0]), min(first[1], second[1])
-        results.append((name, ours_wall, loop_wall, ours_cpu, loop_cpu, peak_memory(ours)))
+        results.append((name, ours_wall, loop_wall, ours_cpu, loop_cpu, numpy_wall, numpy_cpu, peak_memory(ours)))
     loop_note = "timed in full" if loop_n == n else f"timed on {loop_n:,} rows, scaled x{scale:g}"
     print(f"rows = {n:,}, groups = {args.groups:,}, torch threads = 1; loop {loop_note}")
     print(f"load average before: {load_before}, after: {os.getloadavg()[0]:.1f} (1 min)\n")
     print(
         "| estimator | ours wall (s) | loop wall (s) | speedup wall | ours CPU (s) | loop CPU (s) "
-        "| speedup CPU | ours peak RSS growth (MiB) |"
+        "| speedup CPU | numpy CPU (s) | ours / numpy CPU | ours peak RSS growth (MiB) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, ours_wall, loop_wall, ours_cpu, loop_cpu, mem in results:
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, ours_wall, loop_wall, ours_cpu, loop_cpu, _, numpy_cpu, mem in results:
+        versus = f"{ours_cpu / numpy_cpu:.2f}" if numpy_cpu == numpy_cpu else "-"
+        numpy_text = f"{numpy_cpu:.3f}" if numpy_cpu == numpy_cpu else "-"
         print(
             f"| {name} | {ours_wall:.3f} | {loop_wall:.2f} | {loop_wall / ours_wall:,.0f}x | {ours_cpu:.3f} "
-            f"| {loop_cpu:.2f} | {loop_cpu / max(ours_cpu, 1e-9):,.0f}x | {mem / 2**20:.0f} |"
+            f"| {loop_cpu:.2f} | {loop_cpu / max(ours_cpu, 1e-9):,.0f}x | {numpy_text} | {versus} "
+            f"| {mem / 2**20:.0f} |"
         )
 
 

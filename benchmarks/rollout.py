@@ -82,11 +82,19 @@ def main() -> None:
     parser.add_argument("--n-embd", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--checkpoint", help="a `teamgym train` output dir: use its trained model")
+    parser.add_argument("--json", action="store_true", help="print one JSON list of rows (benchmarks/revisions.py)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     policy = tiny_policy(args.n_layer, args.n_embd, args.checkpoint)
     config = policy.model.config
     model = f"trained in {args.checkpoint}" if args.checkpoint else "random init"
+    if args.json:
+        rows = [{"waves": str(waves), "env threads": str(workers),
+                 **measure(args.env, args.tasks, args.k, args.max_tokens, workers, waves, args.repeats,
+                           args.prompt_format, policy)}
+                for waves in args.waves for workers in args.workers]
+        print(json.dumps(rows))
+        return
     print(f"env `{args.env}`, {args.tasks} tasks x K={args.k}, max_tokens={args.max_tokens or 'preset'}, tiny GPT-2 "
           f"({config.n_layer} layers, width {config.n_embd}, {model}), {args.prompt_format} prompts, "
           f"{args.repeats} rollouts, torch threads={args.threads}\n")

@@ -16,7 +16,7 @@ ALLOWED = {
     "registry": {"errors"},
     "envs": {"errors", "core", "sandbox", "registry"},
     "wrappers": {"errors", "core", "algos"},
-    "rollout": {"errors", "core", "algos"},
+    "rollout": {"errors", "core", "algos", "sandbox"},
     "train": {"errors", "core", "algos", "registry", "rollout"},
     "testing": {"errors", "core"},
     "report": {"errors"},

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from teamgym.algos._checks import check_ids, check_output, check_positive, check_same_length, check_values
-from teamgym.algos.grouping import Column, combine_codes, group_ids, normalize_in_groups, sparse_group_stats
+from teamgym.algos.grouping import Column, _centre, _radix_codes, combine_codes, group_ids, normalize_in_groups
 from teamgym.algos.registry import register_advantage
 
 __all__ = ["grpo", "dr_grpo", "rloo", "at_grpo", "at_grpo_group_ids", "dr_mas", "mhgpo"]
@@ -66,9 +66,10 @@ def rloo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
     group_ids = check_ids("group_ids", group_ids)
     check_same_length(rewards=rewards, group_ids=group_ids)
     # r_i - (S - r_i)/(G - 1) == G/(G - 1) * (r_i - S/G): one centring pass, one per-group factor
-    stats = sparse_group_stats(rewards, group_ids)
-    factor = torch.where(stats.count > 1, stats.count / (stats.count - 1).clamp_min(1.0), 0.0)
-    return check_output("rloo advantages", (stats.centred * factor.index_select(0, stats.inverse)).to(rewards.dtype))
+    codes, size = _radix_codes(group_ids)
+    count, centred = _centre(rewards, codes, size)
+    factor = torch.where(count > 1, count / (count - 1).clamp_min(1.0), 0.0)
+    return check_output("rloo advantages", (centred * factor.index_select(0, codes)).to(rewards.dtype))
 
 
 def at_grpo_group_ids(task_ids: Column, agent_ids: Column, turn_ids: Column) -> torch.Tensor:

@@ -184,6 +184,26 @@ class GroupStats:
     centred: torch.Tensor  # (N,) float64, value minus its group mean; exactly 0 in constant groups
 
 
+def _centre(values: torch.Tensor, codes: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(count, centred)`` per code: group sizes (float64) and each value minus its group mean, exactly 0 in
+    constant groups (no std needed to find them where the sums are exact, see :func:`_exact_sums`)."""
+    if not _exact_sums(values):
+        stats = _stats(values, codes, size)
+        return stats.count, stats.centred
+    x = values.to(torch.float64)
+    count = torch.bincount(codes, minlength=size).to(torch.float64)
+    mean = torch.bincount(codes, weights=x, minlength=size) / count.clamp_min(1.0)
+    return count, x - mean.index_select(0, codes)
+
+
+def _exact_sums(values: torch.Tensor) -> bool:
+    """Whether float64 group sums of ``values`` are exact for constant groups: a value with at most 24 significant
+    bits (float32, float16, bfloat16) times a count below 2**29 fits float64's 53 bits, so every partial sum of k
+    equal values is exactly k * v and the mean ``k * v / k`` is exactly v (a correctly rounded quotient that is
+    representable)."""
+    return values.dtype in (torch.float32, torch.float16, torch.bfloat16) and values.numel() < (1 << 29)
+
+
 def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
     """Stats over codes in ``[0, size)``; unused codes get count 0, mean 0, std 0.
 
@@ -226,9 +246,10 @@ def normalize_in_groups(
 ) -> torch.Tensor:
     """``(x - mean_g) / (std_g + eps)`` (or ``x - mean_g``) per group; singleton and constant groups give exactly 0
     (for any ``eps``, 0 included)."""
-    stats = _stats(values, *_radix_codes(check_ids("group_ids", ids)))
+    codes, size = _radix_codes(check_ids("group_ids", ids))
     if not scale_by_std:
-        return check_output("the advantages", stats.centred.to(values.dtype))
+        return check_output("the advantages", _centre(values, codes, size)[1].to(values.dtype))
+    stats = _stats(values, codes, size)
     # singleton and constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0)
     spread = (stats.count > 1) & (stats.std > 0)
     factor = torch.where(spread, 1.0 / (stats.std + eps), torch.zeros_like(stats.std))

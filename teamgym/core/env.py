@@ -370,6 +370,21 @@ class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
         self._has_reset = True
         self._handed_off = False
 
+    def programs(self, action: str) -> list[Any]:
+        """The sandbox programs ``step(action)`` would run now (``_programs`` of the acting agent), without running
+        or changing anything; ``[]`` when the agent's episode is over or the action is not text.
+
+        The rollout engine runs the programs of every candidate of a tree level together
+        (:func:`teamgym.sandbox.run_programs`) and steps the candidates inside :func:`teamgym.sandbox.prefetched`.
+        """
+        if not self._has_reset or not isinstance(action, str):
+            return []
+        self._require_own_state("programs")
+        agent = self.agent_selection
+        if self.terminations.get(agent) or self.truncations.get(agent):
+            return []
+        return list(self._programs(agent, self._coerce_action(action)[0]))
+
     # ------------------------------------------------------------------ internals
     def _coerce_action(self, action: Any) -> tuple[str, dict[str, bool]]:
         if not isinstance(action, str):

@@ -51,6 +51,14 @@ class EnvHooks(Generic[TaskT, StateT]):
     def _apply_action(self, agent: str, action: str) -> Outcome:
         raise NotImplementedError
 
+    def _programs(self, agent: str, action: str) -> list[Any]:
+        """The sandbox programs (:class:`teamgym.sandbox.Program`) ``_apply_action(agent, action)`` would run from
+        the current state, for the rollout engine to run many steps' programs as one batch (default: none).
+
+        A hint only: a program the step runs without declaring it runs as usual.
+        """
+        return []
+
     def _select_first(self) -> str:
         """The agent that opens each turn (default: the first name in ``agents``)."""
         return self.agents[0]

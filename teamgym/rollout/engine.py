@@ -44,11 +44,12 @@ from typing import Any
 import numpy as np
 
 from teamgym.algos import AdaptiveK
-from teamgym.errors import InvalidArgumentError
+from teamgym.errors import InvalidArgumentError, SandboxError
 from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.sampling import Completion, Sampler, SamplingParams
 from teamgym.rollout.settings import TreeSampling
 from teamgym.rollout.slot import NodeView, Scored, SlotPool
+from teamgym.sandbox import ExecResult, Program, run_programs
 
 __all__ = ["ChatPrompt", "RolloutEngine", "RolloutResult", "TreeSampling", "default_prompt", "task_seed"]
 
@@ -312,13 +313,40 @@ class RolloutEngine:
                 seeds: Sequence[int]) -> list[tuple[list[Scored], int]]:
         calls = []
         tree = play.tree
-        for i, cands, seed in zip(slots, candidates, seeds, strict=True):
+        texts = [[c.text for c in cands] for cands in candidates]
+        prefetched = self._prefetch(play.timing, slots, texts)
+        for i, node_texts, seed, ready in zip(slots, texts, seeds, prefetched, strict=True):
             # The node's own seed travels with the call: the choice is reproducible wherever the slot runs.
             args = {"seed": seed, "m": tree.top_m, "temperature": tree.top_m_temperature, "alphas": play.alphas,
                     "keep": bool(tree.continue_unchosen) and play.is_root(i)}
             strategy = tree.strategy if play.is_root(i) else "greedy"  # a continuation has one candidate per node
-            calls.append((i, ([c.text for c in cands], strategy, args)))
+            calls.append((i, (node_texts, strategy, args, ready)))
         return self._env_call(play.timing, "expand", calls)
+
+    def _prefetch(self, timing: dict[str, float], slots: Sequence[int], texts: Sequence[Sequence[str]]
+                  ) -> list[tuple[list[Program], list[ExecResult]]]:
+        """Run the sandbox programs of every candidate of these nodes as one batch (every sandbox worker busy);
+        each node's ``(programs, results)``, for its :meth:`EnvSlot.expand` to step the candidates with.
+
+        A sandbox that fails here is left to each step's own call, which reports the failure as the env does.
+        """
+        declared: list[list[Program]] = self._env_call(timing, "programs", [(i, (t,)) for i, t in
+                                                                            zip(slots, texts, strict=True)])
+        flat = [program for programs in declared for program in programs]
+        if not flat:
+            return [([], []) for _ in declared]
+        tic = time.perf_counter()
+        try:
+            results = run_programs(flat)
+        except SandboxError:
+            return [([], []) for _ in declared]
+        finally:
+            timing["env"] += time.perf_counter() - tic
+        out, start = [], 0
+        for programs in declared:
+            out.append((programs, results[start:start + len(programs)]))
+            start += len(programs)
+        return out
 
     def _generate(self, nodes: Sequence[NodeView], counts: Sequence[int], sampling: SamplingParams,
                   timing: dict[str, float]) -> list[list[Completion]]:

@@ -10,12 +10,13 @@ RNG.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
+from teamgym.rollout.fast_gpt2 import GPT2Decoder
 from teamgym.rollout.sampling import Completion, SamplingParams
 
 __all__ = ["HFPolicy"]
@@ -118,10 +119,9 @@ class HFPolicy:
         logprobs: list[list[float]] = [[] for _ in range(batch)]
         finish = ["length"] * batch
         alive = torch.ones(batch, dtype=torch.bool, device=self.device)
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        for _ in range(sampling.max_tokens):
-            logits = out.logits[:, -1, :].float()
-            chosen, chosen_logp = self._pick(logits, sampling)
+        logits, feed = self._decoder(input_ids, mask, positions, sampling.max_tokens)
+        for step in range(sampling.max_tokens):
+            chosen, chosen_logp = self._pick(logits.float(), sampling)
             chosen_list, logp_list = chosen.tolist(), chosen_logp.tolist()
             for r in alive.nonzero().flatten().tolist():
                 tok = chosen_list[r]
@@ -130,14 +130,33 @@ class HFPolicy:
                 if tok == eos or tok in stop_ids or (stop_texts and self._ends_with_stop(tokens[r], stop_texts)):
                     finish[r] = "stop"
                     alive[r] = False
-            if not alive.any():
+            if not alive.any() or step == sampling.max_tokens - 1:
                 break
-            mask = torch.cat([mask, torch.ones(batch, 1, dtype=mask.dtype, device=self.device)], dim=1)
-            positions = positions[:, -1:] + 1
-            out = self.model(input_ids=chosen.unsqueeze(1), attention_mask=mask, position_ids=positions,
-                             use_cache=True, **self._cache_kwarg(out))
+            logits = feed(chosen)
         self.model.train(was_training)
         return tokens, logprobs, finish
+
+    def _decoder(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, max_new: int
+                 ) -> tuple[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
+        """The first next-token logits ``(B, V)`` of left-padded prompts, and ``feed(tokens) -> logits`` for each
+        token sampled after them: :class:`~teamgym.rollout.fast_gpt2.GPT2Decoder` where it reproduces the model
+        (the tiny default), else the model's own forward with its cache."""
+        if GPT2Decoder.supports(self.model):
+            decoder = GPT2Decoder(self.model, input_ids, mask, positions, max_new)
+            return decoder.first_logits(), decoder.step
+        model, batch = self.model, input_ids.shape[0]
+        out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        state = {"out": out, "mask": mask, "positions": positions}
+
+        def feed(tokens: torch.Tensor) -> torch.Tensor:
+            state["mask"] = torch.cat([state["mask"], torch.ones(batch, 1, dtype=mask.dtype, device=mask.device)],
+                                      dim=1)
+            state["positions"] = state["positions"][:, -1:] + 1
+            state["out"] = model(input_ids=tokens.unsqueeze(1), attention_mask=state["mask"],
+                                 position_ids=state["positions"], use_cache=True, **self._cache_kwarg(state["out"]))
+            return state["out"].logits[:, -1, :]
+
+        return out.logits[:, -1, :], feed
 
     def _cache_kwarg(self, out: Any) -> dict[str, Any]:
         # transformers 5 renamed ``past_key_values`` to ``cache`` (in outputs and forward kwargs); 4.x has the old name.

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from teamgym import sandbox
 from teamgym.algos import choose_greedy, choose_top_m
 from teamgym.core import TurnBasedTextEnv
 from teamgym.core.env import EPISODE_KEY
@@ -110,7 +111,22 @@ class EnvSlot:
         anchor = anchor.hexdigest()[:16]
         return NodeView(agent, int(getattr(env, "turn", 0)), self.prompt_formatter(env, agent), anchor)
 
-    def expand(self, texts: Sequence[str], strategy: str, choose_args: dict[str, Any]) -> tuple[list[Scored], int]:
+    def programs(self, texts: Sequence[str]) -> list[Any]:
+        """The sandbox programs (:class:`teamgym.sandbox.Program`) that :meth:`expand` with ``texts`` will run: each
+        new text's ``programs`` from the node state (the env is put back in it; texts already stepped at this node
+        are not stepped again, so they need none)."""
+        declare = getattr(self.env.unwrapped, "programs", None)
+        new = [text for text in dict.fromkeys(texts) if text not in self._seen]
+        if declare is None or not new:
+            return []
+        if not self._at_node:
+            _restore(self.env, self._state)
+            self._at_node = True
+            self._current = -1
+        return [program for text in new for program in declare(text)]
+
+    def expand(self, texts: Sequence[str], strategy: str, choose_args: dict[str, Any],
+               prefetched: tuple[Sequence[Any], Sequence[Any]] = ((), ())) -> tuple[list[Scored], int]:
         """Score ``texts`` from the node state, add them to the node's branches, advance to the chosen one.
 
         Called again at the same node (adaptive K), the new candidates join the earlier ones and the choice is
@@ -142,10 +158,22 @@ class EnvSlot:
           result the earlier one's, and its child state is the earlier one's snapshot. A trained policy often
           repeats itself, and a repeated program then costs no second sandbox run.
         """
-        env, agent = self.env, self._agent
         alphas, keep = choose_args.get("alphas"), bool(choose_args.get("keep"))
         base = len(self._rewards)
         order = list(range(1, len(texts))) + [0] if texts else []
+        with sandbox.prefetched(*prefetched):
+            results = self._step_all(texts, order, base, strategy, alphas, keep)
+        chosen = _chooser(strategy, choose_args)(_choice_rewards(self._rewards, self._failed))
+        if chosen != self._current:
+            _restore(self.env, self._snapshots[chosen])
+            self._current = chosen
+        self._chosen = chosen
+        return [r for r in results if r is not None], chosen
+
+    def _step_all(self, texts: Sequence[str], order: list[int], base: int, strategy: str,
+                  alphas: dict[str, float] | None, keep: bool) -> list[Scored | None]:
+        """Step every new candidate from the node state in ``order`` (see :meth:`expand`); their results."""
+        env, agent = self.env, self._agent
         results: list[Scored | None] = [None] * len(texts)
         self._rewards.extend([math.nan] * len(texts))
         self._failed.extend([False] * len(texts))
@@ -192,12 +220,7 @@ class EnvSlot:
                 self._snapshots[index] = _snapshot(env, handoff=handoff)
                 if handoff:
                     self._current = -1  # the env holds no state of its own until the next restore
-        chosen = _chooser(strategy, choose_args)(_choice_rewards(self._rewards, self._failed))
-        if chosen != self._current:
-            _restore(env, self._snapshots[chosen])
-            self._current = chosen
-        self._chosen = chosen
-        return [r for r in results if r is not None], chosen
+        return results
 
     def unchosen_children(self) -> list[tuple[int, Any]]:
         """``(branch, child state)`` of the open node's unchosen branches that can go on: healthy and not ended

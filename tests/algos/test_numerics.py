@@ -72,3 +72,24 @@ def test_float32_inputs_near_their_largest_value_give_finite_output_or_a_clear_e
         assert "float64" in str(err)
     else:
         assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_narrow_constant_groups_centre_to_exactly_zero_without_a_spread_check(dtype):
+    """Float64 sums of equal narrow floats are exact, so the fast centring (no std, no constant-group check) gives
+    exact zeros where the full statistics do, and the same centred values everywhere."""
+    from teamgym.algos.grouping import _centre, _stats
+
+    generator = torch.Generator().manual_seed(0)
+    sizes = torch.randint(1, 200, (300,), generator=generator)
+    codes = torch.repeat_interleave(torch.arange(300), sizes)
+    levels = (torch.rand(300, generator=generator) * 1e4 - 5e3).to(dtype)
+    values = levels.index_select(0, codes)
+    noisy = torch.rand(300, generator=generator) < 0.5  # half the groups get distinct values
+    values = torch.where(noisy.index_select(0, codes), torch.randn(codes.numel(), generator=generator).to(dtype),
+                         values)
+    count, centred = _centre(values, codes, 300)
+    stats = _stats(values, codes, 300)
+    assert torch.equal(centred, stats.centred) and torch.equal(count, stats.count)
+    assert torch.equal(centred[~noisy.index_select(0, codes)], torch.zeros(int((~noisy).index_select(0, codes).sum()),
+                                                                            dtype=torch.float64))

@@ -18,6 +18,7 @@ from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeS
 from teamgym.rollout.slot import EnvSlot, LocalSlots, Scored, _chooser, _restore, _snapshot
 from tests.rollout.fakes import ScriptedSampler
 from tests.support.relay_env import RelayEnv
+from tests.support.sandbox_batches import record_batches
 
 SPEAKER = ["", "word is banana", "The word is {word}", "hm"]
 
@@ -212,7 +213,10 @@ class ReferenceSlot(EnvSlot):
         self._reference_branches, self._reference_failed, self._reference_ended = [], [], []
         return super().open_node()
 
-    def expand(self, texts, strategy, choose_args):
+    def programs(self, texts):
+        return []  # declares nothing: every candidate's step runs its own program
+
+    def expand(self, texts, strategy, choose_args, prefetched=((), ())):
         env, agent = self.env, self._agent
         results = []
 
@@ -355,6 +359,41 @@ def test_repeated_candidates_are_not_stepped_again(strategy):
     assert scored[0].terms is not scored[2].terms
     reward, terms = slot.env.rewards[slot._agent], slot.env.infos[slot._agent]["reward_terms"]
     assert reward == scored[chosen].reward and terms == scored[chosen].terms
+
+
+def program_text(prompt: str, j: int) -> str:
+    """Tool programs that print plans (one repeated, one failing) and an answer without code."""
+    return ["```\nprint('Actions: R')\n```", "```\nprint('Actions: D')\n```", "```\n1/0\n```",
+            "```\nprint('Actions: R')\n```", "no code", "```\nprint('Actions: D,R')\n```"][(j + len(prompt)) % 6]
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "adaptive"])
+def test_a_levels_programs_go_to_the_sandbox_together(strategy, monkeypatch):
+    """Every program of a tree level (all candidates, all envs) goes out in one batch, each distinct one once, and
+    the rows equal the reference slots' (every candidate's program run by its own step)."""
+    batches = record_batches(monkeypatch)
+    tree = TreeSampling(k=4, strategy=strategy, k0=2, k_max=6)
+    env_fn = partial(teamgym.make, "plan_path-v0", size=4, max_turns=2)
+    results = []
+    for slots_cls in (LocalSlots, ReferenceSlots):
+        batches.clear()
+        engine = RolloutEngine(slots_cls(env_fn, default_prompt), {"tool": ScriptedSampler(program_text),
+                                                                   "planner": ScriptedSampler(plan_text)},
+                               tree=tree, seed=3)
+        result = engine.rollout([1, 2, 3])
+        engine.close()
+        results.append((result.batch.rows(), result.episodes, list(batches)))
+    (rows, episodes, batched), (ref_rows, ref_episodes, one_by_one) = results
+    assert rows == ref_rows and episodes == ref_episodes
+    tool_rows = [r for r in rows if r["agent"] == "tool" and "```" in r["text"]]
+    assert tool_rows and len(one_by_one) >= len({(r["episode_id"], r["step"]) for r in tool_rows})
+    assert all(len(batch) == 1 for batch in one_by_one)
+    levels = {}
+    for r in tool_rows:
+        levels.setdefault((r["step"], r["branch"] >= 2 and strategy == "adaptive"), set()).add(r["episode_id"])
+    assert len(batched) <= len(levels)  # one batch per level (and adaptive top-up round), not one per program
+    assert max(len(batch) for batch in batched) > 1
+    assert all(len(set(batch)) == len(batch) for batch in batched)
 
 
 # ---------------------------------------------------------------------- waves

@@ -195,6 +195,13 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
     def _apply_action(self, agent: str, action: str) -> Outcome:
         return self._tool_step(action) if agent == "tool" else self._reasoner_step(action)
 
+    def _programs(self, agent: str, action: str) -> list[sandbox.Program]:
+        block = select_code_block(action) if agent == "tool" else None
+        if block is None or not block.code.strip():
+            return []
+        return [sandbox.Program.of(block.code, timeout=self.code_timeout, memory_mb=self.code_memory_mb,
+                                   packages=self.code_packages)]
+
     def _tool_step(self, action: str) -> Outcome:
         block = select_code_block(action)
         code = block.code if block is not None and block.code.strip() else None

@@ -311,6 +311,15 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
             info=self._infos(tool_status=state.tool_status, tool_plan=summary),
         )
 
+    def _programs(self, agent: str, action: str) -> list[sandbox.Program]:
+        if agent != "tool":
+            return []
+        block = select_code_block(action)
+        if block is None or not block.code.strip():
+            return []
+        return [sandbox.Program.of(self._preamble(self.state.board) + block.code, timeout=self.tool_timeout,
+                                   memory_mb=TOOL_MEMORY_MB)]
+
     def _run_program(self, program: str) -> sandbox.ExecResult:
         try:
             return sandbox.run_python(program, timeout=self.tool_timeout, memory_mb=TOOL_MEMORY_MB)
