@@ -161,7 +161,7 @@ def test_trainer_samples_with_vllm_and_trains_against_its_logprobs(tmp_path, mon
         output_dir=str(tmp_path / "run"), progress_bar=False, plot=False, torch_threads=1))
     summary = train(config)
     rows = read_metrics(config.output_dir)
-    assert [r["step"] for r in rows] == [0, 1, 2] and summary["steps"] == 3
+    assert [r["step"] for r in rows] == [1, 2, 3] and summary["steps"] == 3
     for row in rows:
         assert row["completions"] > 0 and abs(row["kl"]) < 1e-4 and row["clip_fraction"] == 0.0, row
     assert all(row["grad_norm"] > 0 for row in rows)
