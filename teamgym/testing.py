@@ -8,7 +8,9 @@ checks a text env for LLM teams needs on top:
 * every agent has ``reward_terms`` with ``team`` and ``local`` at every step, dead steps included (where PettingZoo
   clears the rewards, the terms are cleared too), ``rewards == alpha * team + local``, and the named parts of
   ``local`` add up to it;
-* ``infos[agent]["messages"]`` is chat-format; finished episodes carry an ``episode`` summary;
+* ``infos[agent]["messages"]`` is chat-format; finished episodes carry a ``teamgym_episode`` summary without
+  ``None`` values; every other key an env's step reports is declared by its ``_info_defaults`` hook, with a value of
+  the same type (``None`` aside);
 * ``snapshot`` -> actions -> ``restore`` -> the same actions gives identical observations, rewards and infos, also in
   a second env built the same way;
 * seeded resets are identical; ``render_mode="ansi"`` renders text; misuse raises ``teamgym.errors`` classes
@@ -39,7 +41,7 @@ import numpy as np
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.test import api_test, parallel_api_test, seed_test
 
-from teamgym.core.env import EPISODE_KEY, TurnBasedTextEnv
+from teamgym.core.env import EPISODE_KEY, STEP_INFO_KEYS, TurnBasedTextEnv
 from teamgym.core.parallel import TurnParallelEnv
 from teamgym.core.rewards import RESERVED_TERMS
 from teamgym.core.spaces import TextSpace
@@ -237,11 +239,48 @@ def _check_step_invariants(env: AECEnv, where: str) -> None:
         for message in messages:
             assert isinstance(message, dict) and set(message) >= {"role", "content"}, f"{where}: bad {message!r}"
             assert isinstance(message["content"], str), f"{where}: message content is not str"
+    if isinstance(env, TurnBasedTextEnv):  # a wrapper may add keys of its own: the env itself is held to its list
+        _check_declared_infos(env, where)
     if env.agents and all(env.terminations[a] or env.truncations[a] for a in env.agents):
         for agent in env.agents:
             episode = env.infos[agent].get(EPISODE_KEY)
-            assert isinstance(episode, dict), f"{where}: finished episode without infos[{agent!r}]['episode']"
+            assert isinstance(episode, dict), f"{where}: finished episode without infos[{agent!r}]['teamgym_episode']"
             assert {"task_id", "returns", "success", "steps"} <= set(episode), f"{where}: summary lacks keys"
+            empty = sorted(k for k, v in episode.items() if v is None)
+            assert not empty, f"{where}: the episode summary holds None for {empty}: give a number, string or bool"
+
+
+def _check_declared_infos(env: TurnBasedTextEnv, where: str) -> None:
+    """Every diagnostic a step reports is declared by ``_info_defaults`` with a value of its type, never None."""
+    for agent in env.agents:
+        defaults = env.info_defaults(agent)
+        none = sorted(k for k, v in defaults.items() if v is None)
+        assert not none, f"{where}: _info_defaults({agent!r}) gives None for {none}: give the value's type"
+        for key, value in env.infos[agent].items():
+            if key in STEP_INFO_KEYS:
+                continue
+            assert key in defaults, (
+                f"{where}: infos[{agent!r}] reports {key!r}, which _info_defaults({agent!r}) does not declare "
+                f"(it declares {sorted(defaults)}): declare it with its value before any step"
+            )
+            if value is not None and not _same_kind(value, defaults[key]):
+                raise AssertionError(
+                    f"{where}: infos[{agent!r}][{key!r}] is {type(value).__name__} {_preview(value)} but "
+                    f"_info_defaults declares {type(defaults[key]).__name__} {_preview(defaults[key])}"
+                )
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, (int, float)):
+        return isinstance(value, (int, float, np.number))
+    return isinstance(value, type(default)) or isinstance(default, type(value))
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _check_misuse(env: AECEnv) -> None:

@@ -112,9 +112,28 @@ class AttributeErrorBeforeReset(RelayEnv):
         return AECEnv.last(self, observe)
 
 
+class UndeclaredDiagnostic(RelayEnv):
+    def _apply_action(self, agent, action):
+        outcome = super()._apply_action(agent, action)
+        return Outcome(outcome.terms, terminated=outcome.terminated, info={agent: {"heard": action[:3]}})
+
+
+class DiagnosticOfAnotherType(UndeclaredDiagnostic):
+    def _info_defaults(self, agent):
+        return {"heard": 0}
+
+
+class NoneInTheSummary(RelayEnv):
+    def _episode_extras(self):
+        return {"winner": None}
+
+
 @pytest.mark.parametrize(
     ("env_class", "message"),
     [
+        (UndeclaredDiagnostic, r"reports 'heard', which _info_defaults\('(speaker|listener)'\) does not declare"),
+        (DiagnosticOfAnotherType, r"\['heard'\] is str .* _info_defaults declares int 0"),
+        (NoneInTheSummary, r"summary holds None for \['winner'\]"),
         (StaleTermsOnDeadSteps, r"dead step of .* alpha\*team\+local"),
         (KeyErrorAfterTheEnd, r"step\(None\) after every agent is done raised KeyError.*EnvStateError"),
         (AttributeErrorBeforeReset, r"last\(\) before reset\(\) raised AttributeError.*EnvStateError"),

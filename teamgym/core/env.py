@@ -46,9 +46,11 @@ key                        meaning
 ========================== ==========================================================================================
 
 ``reward_terms``, ``cumulative_reward_terms``, ``messages``, ``turn`` and ``task_id`` are present at every step, and
-``progress`` and ``state_key`` at every step of an env that reports them; the others come and go.
-:class:`teamgym.wrappers.SingleAgentView` gives libraries that need one key set for every step (Tianshou's buffer) the
-same keys at every step.
+``progress`` and ``state_key`` at every step of an env that reports them; the others come and go, and so do the env's
+own diagnostics (``answer``, ``test_valid``...), which it declares with their values before any report
+(:meth:`TurnBasedTextEnv.info_defaults`, the ``_info_defaults`` hook; ``teamgym check`` holds the env to it).
+:class:`teamgym.wrappers.SingleAgentView` gives libraries that need one key set for every step (Tianshou's buffer)
+every one of these keys at every step, from ``reset`` on.
 
 ``max_cycles`` is PettingZoo's name for the turn limit: one cycle is one step of every agent, which is one turn here,
 so ``max_cycles=N`` (when given) sets ``max_turns=N`` (``make`` refuses both at once).
@@ -56,6 +58,7 @@ so ``max_cycles=N`` (when given) sets ``max_turns=N`` (``make`` refuses both at 
 
 from __future__ import annotations
 
+import copy
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
@@ -74,8 +77,8 @@ from teamgym.core.spaces import TextSpace
 from teamgym.core.text import clip_text, sanitize_text
 from teamgym.errors import EnvStateError, InvalidActionError, InvalidArgumentError, SnapshotError
 
-__all__ = ["DEPRECATED_EPISODE_KEY", "EPISODE_KEY", "EpisodeInfo", "TurnBasedTextEnv", "dead_step_infos",
-           "episode_info", "require_episode"]
+__all__ = ["DEPRECATED_EPISODE_KEY", "EPISODE_KEY", "STEP_INFO_KEYS", "EpisodeInfo", "TurnBasedTextEnv",
+           "dead_step_infos", "episode_info", "require_episode"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +86,11 @@ EPISODE_KEY = "teamgym_episode"
 """The key of the episode summary in ``infos[agent]`` (at the end of an episode)."""
 DEPRECATED_EPISODE_KEY = "episode"
 """The summary's old key, kept as an alias until teamgym 0.3; Gymnasium's ``RecordEpisodeStatistics`` owns it."""
+STEP_INFO_KEYS = frozenset({
+    "reward_terms", "cumulative_reward_terms", "messages", "turn", "task_id", "action_flags", "progress", "state_key",
+    "infra_error", EPISODE_KEY, DEPRECATED_EPISODE_KEY,
+})
+"""The keys of ``infos[agent]`` the base class manages; an env's own diagnostics are the others (``_info_defaults``)."""
 
 
 class EpisodeInfo(dict):
@@ -369,6 +377,14 @@ class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
             setattr(self, name, value)
         self._has_reset = True
         self._handed_off = False
+
+    def info_defaults(self, agent: str) -> dict[str, Any]:
+        """The env's own diagnostics for ``agent`` with their values before a step reports them (the
+        ``_info_defaults`` hook): the keys :class:`~teamgym.wrappers.SingleAgentView` keeps in every info."""
+        self._require_reset("info_defaults")
+        if agent not in self.possible_agents:
+            raise InvalidArgumentError(f"info_defaults(agent={agent!r}): expected one of {self.possible_agents}")
+        return copy.deepcopy(self._info_defaults(agent))
 
     def programs(self, action: str) -> list[Any]:
         """The sandbox programs ``step(action)`` would run now (``_programs`` of the acting agent), without running

@@ -91,8 +91,20 @@ class EnvHooks(Generic[TaskT, StateT]):
         """
         return None
 
+    def _info_defaults(self, agent: str) -> dict[str, Any]:
+        """The env's own diagnostics for ``agent``: every key its steps may put in ``infos[agent]`` (through
+        ``Outcome.info``) beyond the per-step keys, each with the value it has before a step reports it.
+
+        Called after ``reset``, so a value may read the state (a board's distance to the goal). A value has the
+        type every report of the key has, and is never ``None``: an undefined number reads ``-1`` or ``-1.0``, a
+        missing answer ``""``. :class:`~teamgym.wrappers.SingleAgentView` puts these keys in every info from
+        ``reset`` on, which libraries that stack infos into arrays need (Tianshou's replay buffer), and reads a
+        report of ``None`` as the default; ``teamgym check`` fails on a key a step reports that is not declared here.
+        """
+        return {}
+
     def _episode_extras(self) -> dict[str, Any]:
-        """Env-specific entries for the episode summary (numbers, strings, bools)."""
+        """Env-specific entries for the episode summary (numbers, strings, bools; never ``None``)."""
         return {}
 
     def _render_header(self) -> str:

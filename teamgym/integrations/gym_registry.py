@@ -24,7 +24,7 @@ Arguments of ``gymnasium.make`` (after the id):
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -44,9 +44,15 @@ logger = logging.getLogger(__name__)
 
 
 def make_single_agent(
-    env_id: str, agent: str | None = None, partners: Mapping[str, PartnerSpec] | None = None, **env_kwargs: Any
+    env_id: str,
+    agent: str | None = None,
+    partners: Mapping[str, PartnerSpec] | None = None,
+    info_keys: Collection[str] | None = None,
+    **env_kwargs: Any,
 ) -> SingleAgentView:
-    """``agent`` of ``teamgym.make(env_id, **env_kwargs)`` as a ``gymnasium.Env``; the entry point of the ids."""
+    """``agent`` of ``teamgym.make(env_id, **env_kwargs)`` as a ``gymnasium.Env``; the entry point of the ids.
+
+    ``info_keys`` goes to :class:`~teamgym.wrappers.SingleAgentView` (keep only these info keys)."""
     # Imported here: ``import teamgym`` registers the ids and must not load the wrappers (and torch) to do it.
     from teamgym.integrations.partners import resolve_partners
     from teamgym.wrappers.single_agent import SingleAgentView
@@ -57,7 +63,7 @@ def make_single_agent(
     if role not in agents:
         raise InvalidArgumentError(f"agent={agent!r}: {env_id} has agents {agents}; pass agent=one of them")
     given = dict(partners) if partners is not None else {a: "scripted" for a in agents if a != role}
-    return SingleAgentView(env, role, resolve_partners(env, given))
+    return SingleAgentView(env, role, resolve_partners(env, given), info_keys=info_keys)
 
 
 def register_gymnasium_envs() -> list[str]:

@@ -12,15 +12,25 @@ agent's turn again or the episode ends. The reward is the agent's cumulative rew
 Infos keep one key set for the whole episode, as libraries that stack them into arrays need (Tianshou's buffer
 flags a key that appears only at the end as missing values): at ``reset`` and every ``step`` the info holds the env's
 per-step keys (``reward_terms``, ``cumulative_reward_terms``, ``messages``, ``turn``, ``task_id``, and ``progress`` /
-``state_key`` where the env reports them), the env's own diagnostics, and always
+``state_key`` where the env reports them), always
 
 * ``action_flags``: what was done to the agent's last completion (``sanitized``, ``clipped``; both false at reset);
-* ``infra_error``: ``""``, or why the infrastructure failed during the last step;
-* ``teamgym_episode``: the episode so far (the base env's ``episode_summary()``), and at the end the final summary.
+* ``infra_error``: ``""``, or why the infrastructure failed since the agent's last info (during its own step or a
+  partner's: either way the reward it receives is not its doing, and a trainer should drop the sample);
+* ``teamgym_episode``: the episode so far (the base env's ``episode_summary()``), and at the end the final summary;
+* ``skipped_episodes``: how many episodes ``reset`` started before this one gave the agent a turn (usually 0);
 
-``info["episode"]`` stays free for Gymnasium's ``RecordEpisodeStatistics``: the view never carries the base env's
-deprecated alias. A diagnostic key that an env gives only at some steps (e.g. ``distance_to_goal``) keeps its last
-value once it appeared.
+and the env's own diagnostics, every one of them from ``reset`` on: a teamgym env declares them with the value they
+have before a step reports them (``env.info_defaults(agent)``: the ``_info_defaults`` hook, which ``teamgym check``
+holds every reported key to). A diagnostic keeps its last reported value until the next report; a report of ``None``
+(nothing readable, a rate with nothing to measure) reads as the declared default (``""``, ``-1``...), and so does a
+``None`` inside a list or dict whose default has an item for it (discussion's ``round_answers``). Each env's docstring
+lists its diagnostics.
+
+A library that stores every info in fixed-shape arrays (Tianshou's replay buffer) also needs each value's shape
+fixed for the episode: lists whose length changes from step to step (coder_tester's per-test verdicts) do not fit.
+``info_keys`` keeps only the named keys. ``info["episode"]`` stays free for Gymnasium's
+``RecordEpisodeStatistics``: the view never carries the base env's deprecated alias.
 
 If the partners end an episode before the agent's first turn (possible with env-chosen order), ``reset``
 starts another one (unseeded, so the env's RNG carries on from the seed: still deterministic), up to
@@ -39,13 +49,13 @@ starts another one (unseeded, so the env's RNG carries on from the seed: still d
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import gymnasium
 from pettingzoo import AECEnv
 
-from teamgym.core.env import DEPRECATED_EPISODE_KEY, EPISODE_KEY
+from teamgym.core.env import DEPRECATED_EPISODE_KEY, EPISODE_KEY, STEP_INFO_KEYS
 from teamgym.core.outcome import Policy
 from teamgym.errors import EnvStateError, InvalidArgumentError
 
@@ -64,6 +74,8 @@ class SingleAgentView(gymnasium.Env):
         max_partner_steps: partner steps at most between two of the agent's turns (guards against an env that
             never hands the turn back).
         max_resets: episodes ``reset`` may start before one gives the agent a turn.
+        info_keys: keep only these keys of each info (``None``: all of them), e.g. for a library that stores infos
+            in fixed-shape arrays; an unknown name raises at ``reset``.
 
     Example:
         >>> from tests.support.tally_env import TallyEnv
@@ -88,6 +100,7 @@ class SingleAgentView(gymnasium.Env):
         *,
         max_partner_steps: int = 10_000,
         max_resets: int = 100,
+        info_keys: Collection[str] | None = None,
     ):
         if not isinstance(env, AECEnv):
             raise InvalidArgumentError(
@@ -121,8 +134,17 @@ class SingleAgentView(gymnasium.Env):
         self.action_space = env.action_space(agent)
         self.render_mode = getattr(env, "render_mode", None)
         self.metadata = {"render_modes": list(getattr(env, "metadata", {}).get("render_modes", []))}
+        if info_keys is not None and (isinstance(info_keys, str) or not all(isinstance(k, str) for k in info_keys)):
+            raise InvalidArgumentError(
+                f"SingleAgentView info_keys={info_keys!r}: expected a collection of key names, e.g. "
+                '["reward_terms", "turn", "teamgym_episode"], or None for every key'
+            )
+        self.info_keys = None if info_keys is None else frozenset(info_keys)
         self._action_flags = dict(_NO_FLAGS)
         self._last_info: dict[str, Any] = {}
+        self._reports: dict[str, Any] = {}  # the env's diagnostics for the agent since the last info handed out
+        self._defaults: dict[str, Any] = {}
+        self._skipped = 0
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -130,7 +152,7 @@ class SingleAgentView(gymnasium.Env):
         """Reset the env, play the partners until the agent's turn; returns ``(observation, info)``."""
         super().reset(seed=seed)
         self._action_flags = dict(_NO_FLAGS)
-        self._last_info = {}
+        self._last_info, self._reports = {}, {}
         self.env.reset(seed=seed, options=options)
         self._play_partners()
         skipped = 0
@@ -141,11 +163,18 @@ class SingleAgentView(gymnasium.Env):
                     "give partners that leave it a turn, or raise max_resets"
                 )
             skipped += 1
+            self._reports = {}
             self.env.reset(options=options)
             self._play_partners()
+        self._skipped = skipped
+        declared = getattr(self.env.unwrapped, "info_defaults", None)
+        self._defaults = declared(self.agent) if callable(declared) else {}
         info = self._info()
-        if skipped:
-            info["skipped_episodes"] = skipped
+        if self.info_keys is not None and not self.info_keys <= set(info):
+            raise InvalidArgumentError(
+                f"SingleAgentView info_keys: {sorted(self.info_keys - set(info))} are not keys of this env's infos "
+                f"for {self.agent!r}; its keys are {sorted(info)}"
+            )
         return self._observation(), copy.deepcopy(info)
 
     def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -157,6 +186,7 @@ class SingleAgentView(gymnasium.Env):
             )
         self.env.step(action)
         self._action_flags = dict(self.env.infos.get(self.agent, {}).get("action_flags", _NO_FLAGS))
+        self._note_reports()
         self._play_partners()
         reward = float(self.env._cumulative_rewards.get(self.agent, 0.0))
         terminated = bool(self.env.terminations.get(self.agent, True))
@@ -189,6 +219,7 @@ class SingleAgentView(gymnasium.Env):
                 env.step(None)
             else:
                 env.step(self.partners[current](env.observe(current)))
+            self._note_reports()
         raise EnvStateError(
             f"the partners of {self.agent!r} took {self.max_partner_steps} steps without handing it "
             "the turn: raise max_partner_steps or check the env's turn order"
@@ -197,13 +228,40 @@ class SingleAgentView(gymnasium.Env):
     def _observation(self) -> Any:
         return copy.deepcopy(self.env.observe(self.agent))
 
+    def _note_reports(self) -> None:
+        """Keep the diagnostics the last env step gave the agent: the next step (a partner's) rebuilds its infos."""
+        infos = self.env.infos.get(self.agent, {})
+        self._reports.update({k: infos[k] for k in infos if k not in STEP_INFO_KEYS})
+        if infos.get("infra_error") and not self._reports.get("infra_error"):  # the first failure since the last info
+            self._reports["infra_error"] = infos["infra_error"]
+
     def _info(self) -> dict[str, Any]:
-        info = {k: v for k, v in self.env.infos.get(self.agent, {}).items() if k != DEPRECATED_EPISODE_KEY}
+        current = {k: v for k, v in self.env.infos.get(self.agent, {}).items() if k != DEPRECATED_EPISODE_KEY}
+        reports, self._reports = self._reports, {}
+        info = {**reports, **current}
+        info["infra_error"] = current.get("infra_error") or reports.get("infra_error", "")
         info["action_flags"] = dict(self._action_flags)
-        info.setdefault("infra_error", "")
+        info["skipped_episodes"] = self._skipped
         summary = getattr(self.env.unwrapped, "episode_summary", None)
         if EPISODE_KEY not in info and summary is not None:
             info[EPISODE_KEY] = summary()
-        info = {**self._last_info, **info}  # a diagnostic seen earlier in the episode keeps its key
+        for key, default in self._defaults.items():
+            if key in info:
+                info[key] = _filled(info[key], default)
+        info = {**self._defaults, **self._last_info, **info}  # a diagnostic keeps its last value until reported
         self._last_info = info
+        if self.info_keys is not None:
+            return {k: v for k, v in info.items() if k in self.info_keys}
         return info
+
+
+def _filled(value: Any, default: Any) -> Any:
+    """``value`` with each ``None`` in it (also inside lists and dicts) replaced by the matching part of
+    ``default``: a list's items by the default list's first item, a dict's values by the default dict's."""
+    if value is None:
+        return copy.deepcopy(default)
+    if isinstance(value, list) and isinstance(default, list) and default:
+        return [_filled(item, default[0]) for item in value]
+    if isinstance(value, dict) and isinstance(default, dict):
+        return {k: _filled(v, default[k]) if k in default else v for k, v in value.items()}
+    return value

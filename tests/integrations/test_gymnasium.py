@@ -89,42 +89,106 @@ def test_the_old_episode_key_is_a_deprecated_alias_in_the_aec_env():
     assert "episode" not in gymnasium.make("teamgym/sanity_bandit-v0").reset(seed=0)[1]
 
 
-# Envs whose diagnostics never hold None (a missing value to Tianshou): the others carry ``answer=None`` and the
-# like while a reply could not be read.
-TIANSHOU_ENVS = [
-    ("sanity_two_turn-v0", "player"),
-    ("coder_tester-v0", "coder"),
-    ("plan_path-v0", "planner"),
-    ("sudoku-v0", "planner"),
-]
+def _roles():
+    return [(env_id, agent) for env_id in teamgym.list_envs() for agent in teamgym.make(env_id).possible_agents]
 
 
-@pytest.mark.parametrize(("env_id", "agent"), TIANSHOU_ENVS)
-def test_tianshou_buffer_takes_a_collected_episode(env_id, agent):
-    data = pytest.importorskip("tianshou.data")
-    env = gymnasium.make(f"teamgym/{env_id}", agent=agent, max_cycles=3)
-    buffer = data.ReplayBuffer(32)
+def _single_agent(env_id, agent, **kwargs):
+    if "/" in env_id:  # namespaced ids are not registered with Gymnasium (see above)
+        return make_single_agent(env_id, agent=agent, **kwargs)
+    return gymnasium.make(f"teamgym/{env_id}", agent=agent, **kwargs)
+
+
+def _nones(value, default):
+    """The places where ``value`` holds None and ``default`` has something to put there."""
+    if value is None:
+        return default is not None
+    if isinstance(value, list) and isinstance(default, list) and default:
+        return any(_nones(item, default[0]) for item in value)
+    if isinstance(value, dict) and isinstance(default, dict):
+        return any(_nones(v, default[k]) for k, v in value.items() if k in default)
+    return False
+
+
+@pytest.mark.parametrize(("env_id", "agent"), _roles())
+def test_every_info_holds_every_key_from_reset_on(env_id, agent):
+    env = _single_agent(env_id, agent, max_cycles=3)
     for seed in range(2):
+        infos = play(env, seed=seed)
+        defaults = env.unwrapped.env.unwrapped.info_defaults(agent)
+        assert ALWAYS | {"skipped_episodes"} | set(defaults) <= set(infos[0])
+        assert all(set(info) == set(infos[0]) for info in infos), [sorted(set(i) ^ set(infos[0])) for i in infos]
+        for info in infos:
+            assert not [k for k, d in defaults.items() if _nones(info[k], d)], info
+            for key, default in defaults.items():
+                kind = (int, float) if type(default) in (int, float) else type(default)
+                assert isinstance(info[key], kind) and (type(default) is bool) == isinstance(info[key], bool), key
+
+
+def test_info_keys_keeps_the_named_keys_and_names_unknown_ones():
+    env = gymnasium.make("teamgym/plan_path-v0", agent="tool", info_keys=["turn", "distance_to_goal"])
+    infos = play(env, seed=0)
+    assert all(set(info) == {"turn", "distance_to_goal"} for info in infos)
+    with pytest.raises(InvalidArgumentError, match="'answer'"):
+        gymnasium.make("teamgym/plan_path-v0", agent="tool", info_keys=["turn", "answer"]).reset(seed=0)
+    with pytest.raises(InvalidArgumentError, match="collection of key names"):
+        gymnasium.make("teamgym/plan_path-v0", agent="tool", info_keys="turn")
+
+
+# coder_tester's per-test lists change length from step to step; Tianshou stores fixed shapes, so they stay out.
+PER_TEST_LISTS = {"gt_verdicts", "test_verdicts", "test_valid", "test_rewards", "code_verdicts"}
+
+
+def _growing_tests(env):
+    """A tester policy writing the oracle's first test, then its first two, then three...: per-test lists grow."""
+    oracle = env.unwrapped.env.unwrapped.scripted_policy("tester")
+    written = []
+
+    def act(observation):
+        lines = oracle(observation).splitlines()
+        asserts = [line for line in lines if line.startswith("assert")]
+        written.append(len(written) + 1)
+        return "```python\n" + "\n".join(asserts[: written[-1]]) + "\n```"
+
+    return act
+
+
+def _collect(data, env, policy, seeds=(0, 1)):
+    buffer = data.ReplayBuffer(32)
+    for seed in seeds:
         observation, info = env.reset(seed=seed)
-        assert ALWAYS <= set(info)
         keys = set(info)
         done = False
         while not done:
-            action = env.action_space.sample()
+            action = policy(observation)
             following, reward, terminated, truncated, info = env.step(action)
-            assert keys <= set(info)  # a key never leaves (an env's diagnostics may join)
-            keys = set(info)
-            buffer.add(
-                data.Batch(
-                    obs=observation,
-                    act=action,
-                    rew=reward,
-                    terminated=terminated,
-                    truncated=truncated,
-                    obs_next=following,
-                    info=info,
-                )
-            )
+            assert set(info) == keys
+            batch = dict(obs=observation, act=action, rew=reward, terminated=terminated, truncated=truncated)
+            buffer.add(data.Batch(**batch, obs_next=following, info=info))
             observation, done = following, terminated or truncated
+    return buffer
+
+
+@pytest.mark.parametrize(("env_id", "agent"), _roles())
+def test_tianshou_buffer_takes_a_collected_episode(env_id, agent):
+    data = pytest.importorskip("tianshou.data")
+    env = _single_agent(env_id, agent, max_cycles=3)
+    if env_id == "coder_tester-v0":  # the documented recipe (docs/wrappers.md): no lists that change length
+        env = _single_agent(env_id, agent, max_cycles=3, info_keys=set(env.reset(seed=0)[1]) - PER_TEST_LISTS)
+    buffer = _collect(data, env, lambda observation: env.action_space.sample())
     assert not buffer.hasnull()  # what Tianshou's trainer checks after each collection
     assert buffer[len(buffer) - 1].info[EPISODE_KEY]["steps"] > 0
+
+
+def test_tianshou_buffer_takes_coder_tester_infos_without_the_per_test_lists():
+    data = pytest.importorskip("tianshou.data")
+    buggy = {"coder": "scripted:buggy"}  # its code fails the tests: the episode runs all three turns
+    full = _single_agent("coder_tester-v0", "tester", max_cycles=3, partners=buggy)
+    keys = set(full.reset(seed=0)[1])
+    assert PER_TEST_LISTS & keys
+    with pytest.raises(ValueError, match="shape"):  # one test, then two: the lists do not fit the buffer's arrays
+        _collect(data, full, _growing_tests(full), seeds=(0,))
+    env = _single_agent("coder_tester-v0", "tester", max_cycles=3, partners=buggy, info_keys=keys - PER_TEST_LISTS)
+    buffer = _collect(data, env, _growing_tests(env))
+    assert not buffer.hasnull()
+    assert {1, 2, 3} <= {int(n) for n in buffer.info["num_tests"]}

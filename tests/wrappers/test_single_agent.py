@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import warnings
 
+import gymnasium
 import pytest
 from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 
@@ -106,4 +107,21 @@ def test_reset_skips_episodes_the_partners_end_before_the_agents_turn():
         env.reset(seed=0, options={"task_id": 0})  # alice 9, bob 1: solved before carol's turn, every time
     env = SingleAgentView(TallyEnv(), "carol", {"alice": lambda obs: "2", "bob": lambda obs: "0"})
     observation, info = env.reset(seed=0)
-    assert "skipped_episodes" not in info and env.env.agent_selection == "carol"
+    assert info["skipped_episodes"] == 0 and env.env.agent_selection == "carol"
+
+
+def test_the_agents_own_step_reaches_its_info_past_the_partners_steps(monkeypatch):
+    # The tool acts, then the planner: the planner's step rebuilds every agent's infos, yet what the tool's own step
+    # reported (its diagnostics, an infrastructure failure) is what the tool's info must show.
+    from teamgym.envs.planning import base as planning_base
+    from teamgym.sandbox import ExecResult
+
+    env = gymnasium.make("teamgym/plan_path-v0", agent="tool", partners={"planner": lambda obs: "I pass."})
+    env.reset(seed=0)
+    info = env.step("```python\nprint('Actions: U')\n```")[-1]
+    assert info["tool_status"] == "ok" and info["tool_plan"]["moves"] == 1
+    broken = ExecResult(status="error", stderr="", returncode=None, infra_error="the fork server died")
+    monkeypatch.setattr(planning_base.sandbox, "run_python", lambda *args, **kwargs: broken)
+    info = env.step("```python\nprint('Actions: U')\n```")[-1]
+    assert info["infra_error"] == "the fork server died"  # a trainer drops this sample
+    assert info["tool_status"] == "sandbox failure"

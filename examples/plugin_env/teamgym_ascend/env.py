@@ -205,6 +205,11 @@ class AscendEnv(TurnBasedTextEnv[Deal, AscendState]):
         return Outcome(terms, terminated=terminated,
                        info={agent: {"action": "play", "card": play.card, "in_order": play.in_order}})
 
+    def _info_defaults(self, agent: str) -> dict[str, Any]:
+        # What the agent did at its last step: "play" or "wait" (the parsed action, "" when unreadable), the card
+        # played (-1 when none) and whether it was in order. Every key a step reports is declared here.
+        return {"action": "", "card": -1, "in_order": False}
+
     # ------------------------------------------------------------------ episode summary
     def _is_success(self) -> bool:
         return self.state.lives > 0 and not any(self.state.hands)

@@ -62,7 +62,9 @@ and the action is not adopted (drop the sample).
 tester test), ``pass_rate_delta`` (change of the ground-truth pass rate this step), ``code_problem``; tester:
 ``test_valid`` (per test; ``None`` = unjudgeable), ``test_rewards`` (CURE, per test), ``kill_rate`` (share of
 wrong programs failing a valid test), ``p_01``/``p_00`` (CURE's precision diagnostics), ``num_tests``,
-``skipped_tests``, ``code_verdicts``, ``tests_problem``.
+``skipped_tests``, ``code_verdicts``, ``tests_problem``. ``kill_rate``, ``p_01`` and ``p_00`` are ``None`` when
+undefined (no wrong program, no valid test): ``-1.0`` in :class:`~teamgym.wrappers.SingleAgentView`'s infos, which
+carry every key from ``reset``; the per-test lists change length from step to step.
 
 **Options**: ``dataset`` (``"humaneval"``, ``"stdio"``, ``"all"``, a file or a hub name; see ``adapters``),
 ``dataset_format``, ``split`` (hub split), ``limit`` (first N problems), ``max_turns`` (4;
@@ -107,6 +109,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from teamgym.core import Outcome, Policy, TurnBasedTextEnv, reward_terms
 from teamgym.envs.coder_tester import policies, prompts
@@ -414,6 +417,13 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
             "num_wrong_programs": len(flags) - sum(flags),
         }
         return Outcome({"tester": terms}, info={"tester": info})
+
+    def _info_defaults(self, agent: str) -> dict[str, Any]:
+        if agent == "coder":
+            return {"gt_verdicts": [], "test_verdicts": [], "pass_rate_delta": 0.0, "code_problem": ""}
+        return {"num_tests": 0, "skipped_tests": 0, "tests_problem": "", "test_valid": [], "test_rewards": [],
+                "kill_rate": -1.0, "p_01": -1.0, "p_00": -1.0, "code_verdicts": [], "num_correct_programs": 0,
+                "num_wrong_programs": 0}
 
     # ------------------------------------------------------------------ episode summary, policies
     def _is_success(self) -> bool:

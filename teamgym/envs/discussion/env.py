@@ -56,9 +56,11 @@ Rewards (``rewards[agent] == alpha * team + local``; ``local`` is the sum of the
 
 Infos (besides the base's)
     acting agent: ``answer``, ``correct``, ``switched`` (``"to_right"``, ``"to_wrong"`` or ``""``); every agent at the
-    end of each round: ``round_answers``, ``round_majority``, ``round_majority_correct``. Episode summary:
-    ``final_answer`` (the team's, or ``None``), ``final_correct``, ``num_correct_final``, ``family``,
-    ``difficulty``, ``answer`` (the reference).
+    end of each round: ``round_answers``, ``round_majority``, ``round_majority_correct``; an answer that could not be
+    read is ``None`` (``""`` in :class:`~teamgym.wrappers.SingleAgentView`'s infos, which carry every key from
+    ``reset``). Episode summary:
+    ``final_answer`` (the team's, or ``""`` when there is none: a tie, or the episode cut short),
+    ``final_correct``, ``num_correct_final``, ``family``, ``difficulty``, ``answer`` (the reference).
 
 Options (keyword-only)
     ``num_agents`` (3, >= 2), ``rounds`` (2, >= 0;
@@ -224,6 +226,10 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
                                            "round_majority_correct": majority_correct})
         return Outcome(terms, terminated=final, info=info)
 
+    def _info_defaults(self, agent: str) -> dict[str, Any]:
+        return {"answer": "", "correct": False, "switched": "", "round_answers": [""] * len(self.possible_agents),
+                "round_majority": "", "round_majority_correct": False}
+
     # ------------------------------------------------------------------ episode summary
     def _is_success(self) -> bool:
         return len(self.state.majority) > self.rounds and is_equivalent(self.state.majority[-1], self.task.answer)
@@ -238,7 +244,8 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
     def _episode_extras(self) -> dict[str, Any]:
         final = self.state.majority[-1] if len(self.state.majority) > self.rounds else None
         last = self.state.correct[-1] if self.state.correct else {}
-        return {"final_answer": final, "final_correct": self._is_success(), "num_correct_final": sum(last.values()),
+        return {"final_answer": "" if final is None else final, "final_correct": self._is_success(),
+                "num_correct_final": sum(last.values()),
                 "family": self.task.family, "difficulty": self.task.difficulty, "answer": self.task.answer}
 
     # ------------------------------------------------------------------ scripted policies

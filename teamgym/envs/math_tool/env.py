@@ -51,7 +51,9 @@ Rewards (``rewards[agent] == alpha * team + local``; ``local`` is the sum of the
 
 Infos (besides the base's ``reward_terms``, ``messages``...)
     tool: ``tool_status`` (the sandbox status or ``"no_code"``), ``tool_answer``, ``tool_correct``;
-    reasoner: ``answer``, ``correct``, ``agrees_with_tool``. Episode summary: ``final_correct``, ``agreed``,
+    reasoner: ``answer``, ``correct``, ``agrees_with_tool``. ``tool_answer`` and ``answer`` are ``None`` when no
+    answer could be read (``""`` in :class:`~teamgym.wrappers.SingleAgentView`'s infos, which carry every key from
+    ``reset``, ``tool_status`` then ``"not_run"``). Episode summary: ``final_correct``, ``agreed``,
     ``family``, ``difficulty``, ``answer`` (the reference).
 
 Options (keyword-only)
@@ -254,6 +256,11 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
                  "tool": reward_terms(team=team)}
         info = {"reasoner": {"answer": answer, "correct": correct, "agrees_with_tool": agrees}}
         return Outcome(terms, terminated=terminated, info=info)
+
+    def _info_defaults(self, agent: str) -> dict[str, Any]:
+        if agent == "tool":
+            return {"tool_status": "not_run", "tool_answer": "", "tool_correct": False}
+        return {"answer": "", "correct": False, "agrees_with_tool": False}
 
     # ------------------------------------------------------------------ episode summary
     def _is_success(self) -> bool:

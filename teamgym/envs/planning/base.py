@@ -359,6 +359,13 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
             info=self._infos(team_parts=team_parts),
         )
 
+    def _info_defaults(self, agent: str) -> dict[str, Any]:
+        return self._infos(
+            team_parts={"progress": 0.0, "goal": 0.0, "optimal": 0.0},
+            tool_status=self.state.tool_status,
+            tool_plan={"moves": -1, "invalid": 0, "reaches_goal": False},
+        )[agent]
+
     def _infos(self, **extra: Any) -> dict[str, dict[str, Any]]:
         state = self.state
         shared = {

@@ -129,6 +129,9 @@ class _SanityEnv(TurnBasedTextEnv[str, SanityState]):
     def _state_key(self, agent: str) -> str:
         return f"{agent}:{self.turn}:{self._user_prompt(agent)}"
 
+    def _info_defaults(self, agent: str) -> dict[str, Any]:
+        return {"answer": ""}  # the first character of the agent's last completion
+
     def _is_success(self) -> bool:
         return self.state.solved
 

@@ -240,6 +240,9 @@ class TextArenaEnv(TurnBasedTextEnv[int, TextArenaState]):
         state.final_rewards = own
         return Outcome(terms, terminated=True, info={a: {"textarena_reward": own.get(a, 0.0)} for a in own})
 
+    def _info_defaults(self, agent: str) -> dict[str, Any]:
+        return {"textarena_reward": 0.0}  # the game's own reward for the agent, at the end
+
     def _team_value(self, own: dict[str, float]) -> float:
         """The group's payoff: the mean TextArena reward, or for a prisoner's dilemma (a game that keeps point
         scores and a mutual-cooperation payoff ``R``) its players' mean score over what full cooperation earns."""
