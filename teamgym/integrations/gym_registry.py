@@ -18,6 +18,7 @@ Arguments of ``gymnasium.make`` (after the id):
 * ``agent``: the role played (default: the env's first agent);
 * ``partners``: ``{role: policy}`` for every other role: a callable ``policy(observation) -> str``, ``"scripted"``
   or ``"scripted:NAME"`` (the env's scripted policy; default ``"scripted"`` for every partner);
+* ``info_keys``: keep only these keys of each info (for a library that stores infos in fixed-shape arrays);
 * every other keyword goes to ``teamgym.make`` (``max_cycles=``, ``dataset=``, ``render_mode=``...).
 """
 
