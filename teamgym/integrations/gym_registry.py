@@ -10,8 +10,8 @@ may depend on its arguments (``discussion-v0``'s ``num_agents``).
 >>> import teamgym
 >>> env = gymnasium.make("teamgym/sanity_relay-v0", agent="listener", partners={"speaker": "scripted"})
 >>> observation, info = env.reset(seed=0)
->>> sorted(info)[:3]
-['action_flags', 'cumulative_reward_terms', 'infra_error']
+>>> sorted(info)[:4]  # the listener's own diagnostic, answer, is there from reset on
+['action_flags', 'answer', 'cumulative_reward_terms', 'infra_error']
 
 Arguments of ``gymnasium.make`` (after the id):
 
