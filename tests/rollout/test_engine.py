@@ -505,3 +505,19 @@ def test_chat_prompt_needs_a_chat_template():
 
     with pytest.raises(InvalidArgumentError, match="chat template.*prompt_format='env'"):
         ChatPrompt(char_tokenizer())
+
+
+def test_tree_rollout_on_coder_tester_runs_its_steps():
+    """coder_tester once had a private ``_programs()`` that shadowed the env hook ``_programs(agent, action)``: the
+    engine's per-level program batching then raised TypeError on its first tree level."""
+    coder = "```python\ndef has_close_elements(numbers, threshold):\n    return {j}\n```"
+    tester = "```python\nassert has_close_elements([1.0, 1.05], 0.1)\n```"
+    samplers = {"coder": ScriptedSampler(lambda prompt, j: coder.format(j=j % 2)),
+                "tester": ScriptedSampler(lambda prompt, j: tester)}
+    env_fn = partial(teamgym.make, "coder_tester-v0", max_turns=1, limit=1)
+    engine = RolloutEngine(LocalSlots(env_fn, default_prompt), samplers, tree=TreeSampling(k=2), seed=0)
+    result = engine.rollout(["HumanEval/0"])
+    engine.close()
+    rows = result.batch.rows()
+    assert {r["agent"] for r in rows} == {"coder", "tester"}
+    assert max(r["rewards"] for r in rows if r["agent"] == "coder") > 0  # "return True" passes some tests

@@ -347,7 +347,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         }
         return Outcome({"coder": terms}, info={"coder": info})
 
-    def _programs(self) -> tuple[list[str], list[bool], int]:
+    def _judged_programs(self) -> tuple[list[str], list[bool], int]:
         """The tester's matrix rows: (programs, correct flags, leading rows left unscored: 0 or 1)."""
         problem, state = self.task, self.state
         programs: list[str] = []
@@ -383,7 +383,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
                 {"tester": terms},
                 info={"tester": {**base, "test_valid": [], "test_rewards": [], "code_verdicts": []}},
             )
-        programs, correct, skip = self._programs()
+        programs, correct, skip = self._judged_programs()
         matrix = execute(problem, programs, parsed.tests, timeout=self.timeout)
         infra = first_infra_error(matrix) or self._mutant_infra
         if infra:
