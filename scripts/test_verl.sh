@@ -5,7 +5,7 @@
 # resolve, so it lives in a venv that sees the project's installed packages (torch==2.13.0+cpu, teamgym, ray, pytest)
 # and shadows only what verl pins. verl 0.9.1's metadata leaves out three modules its agent loop imports
 # (cachetools, uvicorn, fastapi) and TransferQueue, which its default (v1) trainer and teamgym's gigpo trainer import
-# (only verl's verl-core extra has it, with CUDA builds): the `verl` extra names them. transformers 5.25 (the
+# (only verl's verl-core extra names it): the `verl` extra names them. transformers 5.25 (the
 # project's) brings kernels 0.19, whose LayerRepository raises a ValueError (not the ImportError transformers 5.10
 # catches) when imported by verl's transformers: an older kernels (0.12) is pinned in this venv.
 #

@@ -13,20 +13,28 @@ per-turn rewards and reward terms, the task, the role and the episode's success.
 thread so the worker's event loop keeps serving other rows.
 
 **Estimators.** :func:`register_estimators` adds ``teamgym_grpo``, ``teamgym_dr_grpo``, ``teamgym_rloo``,
-``teamgym_at_grpo``, ``teamgym_dr_mas`` and ``teamgym_mhgpo`` to verl's ``ADV_ESTIMATOR_REGISTRY``
-(``algorithm.adv_estimator=teamgym_at_grpo``). Installing teamgym declares a ``verl.plugins`` entry point
-(:mod:`teamgym.integrations.verl_plugin`), so verl registers them itself in every process that imports it, the Ray
-``TaskRunner`` actor that computes advantages included. verl calls an estimator with ``token_level_rewards``,
-``response_mask``, ``index`` (the row's ``uid``: its ``rollout.n`` samples share it) and ``config``; the score of a
-sample is its summed token-level reward, the advantage is broadcast over its response tokens as verl's GRPO does.
-In verl a sample is one role's whole episode and a ``uid`` is one (task, role) row, so every group holds one agent
-of one task: AT-GRPO's (task, agent, turn) nodes become (task, role) groups, and Dr.MAS's and MHGPO's (prompt group,
-agent) groups are the uids themselves (they equal GRPO over uids there, which is what those papers' per-agent
-statistics become when each agent's samples come in their own rows). ``gigpo`` and ``team_gigpo`` are not registered:
-their step level needs per-turn returns and anchor states, and verl 0.9.1's trainer hands an estimator only the
-fields it selects itself (``uid``, ``response_mask``, the token-level scores with one reward on the last token:
-``trainer/ppo/v1/trainer_base.py::_compute_advantage``), never the agent loop's ``extra_fields``; use teamgym's
-trainer or the TRL rollout for them.
+``teamgym_at_grpo``, ``teamgym_dr_mas``, ``teamgym_mhgpo``, ``teamgym_gigpo`` and ``teamgym_team_gigpo`` to verl's
+``ADV_ESTIMATOR_REGISTRY`` (``algorithm.adv_estimator=teamgym_at_grpo``). Installing teamgym declares a
+``verl.plugins`` entry point (:mod:`teamgym.integrations.verl_plugin`), so verl registers them itself in every process
+that imports it, the Ray ``TaskRunner`` actor that computes advantages included. verl calls an estimator with
+``token_level_rewards``, ``response_mask``, ``index`` (the row's ``uid``: its ``rollout.n`` samples share it) and
+``config``; the score of a sample is its summed token-level reward, the advantage is broadcast over its response
+tokens as verl's GRPO does. In verl a sample is one role's whole episode and a ``uid`` is one (task, role) row, so
+every group holds one agent of one task: AT-GRPO's (task, agent, turn) nodes become (task, role) groups, and Dr.MAS's
+and MHGPO's (prompt group, agent) groups are the uids themselves (they equal GRPO over uids there, which is what those
+papers' per-agent statistics become when each agent's samples come in their own rows).
+
+**GiGPO.** ``teamgym_gigpo`` and ``teamgym_team_gigpo`` need more than verl hands an estimator: each turn's reward,
+the anchor state it acted on and its tokens. The agent loop puts them in ``extra_fields`` (``teamgym_turn_rewards``,
+``teamgym_anchors``, ``teamgym_turn_spans``), which verl 0.9.1 stores in its TransferQueue but never passes to an
+estimator (its v1 ``_compute_advantage`` reads ``uid``, ``response_mask`` and the scores only; the ``non_tensor_batch``
+hand-over in ``compute_advantage`` is reserved for the name ``gdpo``). :func:`register_trainer` registers
+:class:`TeamgymPPOTrainerSync` in verl's trainer registry as ``trainer.v1.trainer_mode=teamgym_sync`` (also through
+the plugin): verl's synchronous trainer whose advantage step, for these two estimators, reads the batch's
+``extra_fields`` from the TransferQueue by the batch's keys and runs verl's own ``_compute_advantage`` inside
+:func:`step_inputs`. The estimator checks each row's key against the ``uid`` verl passes and verl's reward against the
+sum of the row's turn rewards, computes one advantage per turn (GiGPO's steps are the role's turns, discounted by
+``algorithm.gamma``) and writes it on that turn's completion tokens.
 """
 
 from __future__ import annotations
@@ -239,7 +247,6 @@ def register_trainer() -> type:
     if "TeamgymPPOTrainerSync" in globals():
         return TeamgymPPOTrainerSync
     try:
-        from omegaconf import open_dict
         from verl.trainer.ppo.v1 import PPOTrainerSync
         from verl.trainer.ppo.v1 import register_trainer as verl_register_trainer
         from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
@@ -248,6 +255,8 @@ def register_trainer() -> type:
 
     class TeamgymPPOTrainerSync(PPOTrainerSync):
         def __init__(self, config: Any):
+            from omegaconf import open_dict
+
             with open_dict(config):
                 config.trainer.v1.trainer_mode = "sync"
             super().__init__(config)

@@ -346,3 +346,26 @@ def test_teamgym_trainer_feeds_gigpo_from_the_transfer_queue():
     finally:
         tq.close()
         ray.shutdown()
+
+
+def test_printed_gigpo_command_composes_and_builds_teamgyms_sync_trainer(tmp_path):
+    """examples/verl/run.py's GiGPO command, composed as main_ppo composes it, picks teamgym's trainer by name from
+    verl's registry, and that trainer is verl's synchronous one (verl tests ``trainer_mode == "sync"``)."""
+    import importlib.util
+
+    from hydra import compose, initialize_config_dir
+    from verl.trainer.ppo.v1 import PPOTrainerSync, get_trainer_cls
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+    spec = importlib.util.spec_from_file_location("verl_run_example", ROOT / "examples" / "verl" / "run.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    command = example.main(["--tasks", "2", "--estimator", "teamgym_gigpo", "--out", str(tmp_path)])
+    overrides = command.split("--config-name coder_tester_qwen3_1.7b ")[1].split()
+    assert "trainer.v1.trainer_mode=teamgym_sync" in overrides and "algorithm.adv_estimator=teamgym_gigpo" in overrides
+    with initialize_config_dir(config_dir=str(ROOT / "examples" / "verl"), version_base=None):
+        config = compose(config_name="coder_tester_qwen3_1.7b", overrides=overrides)
+    assert config.algorithm.gamma == 0.95
+    trainer = get_trainer_cls(config.trainer.v1.trainer_mode)(config)  # verl's TaskRunnerV1 does the same
+    assert type(trainer).__name__ == "TeamgymPPOTrainerSync" and isinstance(trainer, PPOTrainerSync)
+    assert trainer.trainer_mode == "sync" and type(trainer.replay_buffer) is ReplayBuffer
