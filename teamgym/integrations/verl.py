@@ -62,6 +62,12 @@ AGENT_NAME = "teamgym_agent"
 #: verl name -> teamgym estimator; each reads one score per sample and the groups verl's ``uid`` makes.
 ESTIMATORS = {"teamgym_grpo": "grpo", "teamgym_dr_grpo": "dr_grpo", "teamgym_rloo": "rloo",
               "teamgym_at_grpo": "at_grpo", "teamgym_dr_mas": "dr_mas", "teamgym_mhgpo": "mhgpo"}
+#: verl name -> teamgym estimator with a step level: it reads each turn's reward, anchor state and tokens from the
+#: agent loop's ``extra_fields``, which :data:`TRAINER_NAME`'s trainer hands it (:func:`step_inputs`).
+STEP_ESTIMATORS = {"teamgym_gigpo": "gigpo", "teamgym_team_gigpo": "team_gigpo"}
+#: ``trainer.v1.trainer_mode`` of verl's synchronous trainer that feeds :data:`STEP_ESTIMATORS`.
+TRAINER_NAME = "teamgym_sync"
+
 #: The estimators whose extra id columns (agent, turn) are constant within a verl ``uid`` (one role of one task).
 _PER_UID_COLUMNS = {"at_grpo": 2, "dr_mas": 1, "mhgpo": 1}
 
@@ -124,12 +130,6 @@ def register_estimators() -> list[str]:
             core_algos.register_adv_est(verl_name)(verl_step_estimator(name))
     return [*ESTIMATORS, *STEP_ESTIMATORS]
 
-
-#: verl name -> teamgym estimator with a step level: it reads each turn's reward, anchor state and tokens from the
-#: agent loop's ``extra_fields``, which :data:`TRAINER_NAME`'s trainer hands it (:func:`step_inputs`).
-STEP_ESTIMATORS = {"teamgym_gigpo": "gigpo", "teamgym_team_gigpo": "team_gigpo"}
-#: ``trainer.v1.trainer_mode`` of verl's synchronous trainer that feeds :data:`STEP_ESTIMATORS`.
-TRAINER_NAME = "teamgym_sync"
 
 _STEP_INPUTS: ContextVar[tuple[list[str], list[Mapping[str, Any]]] | None] = ContextVar(
     "teamgym_verl_step_inputs", default=None)
@@ -208,8 +208,11 @@ def verl_step_estimator(name: str) -> Any:
             verl_scores = token_level_rewards.detach().sum(-1).double().cpu()
             if not torch.allclose(verl_scores, episode.to(verl_scores.dtype), rtol=1e-4, atol=1e-4):
                 bad = int((~torch.isclose(verl_scores, episode, rtol=1e-4, atol=1e-4)).nonzero()[0])
-                raise InvalidArgumentError(f"row {bad}: verl's reward {verl_scores[bad].item()} is not the sum of its "
-                                           f"turn rewards {episode[bad].item()}: step_inputs misaligned")
+                raise InvalidArgumentError(
+                    f"row {bad}: verl's reward {verl_scores[bad].item()} is not the sum of its turn rewards "
+                    f"{episode[bad].item()}: step_inputs misaligned, or a reward model replaced the env's reward "
+                    "(GiGPO reads the env's turn rewards from the agent loop)"
+                )
 
         def ids(values: Sequence[Any]) -> torch.Tensor:
             return torch.as_tensor(np.unique(np.asarray(values, dtype=str), return_inverse=True)[1].reshape(-1),
