@@ -25,7 +25,7 @@ from teamgym.core import TurnBasedTextEnv
 from teamgym.core.env import EPISODE_KEY
 from teamgym.core.rewards import mix
 
-__all__ = ["NodeView", "Scored", "EnvSlot", "SlotPool", "LocalSlots"]
+__all__ = ["NodeView", "Scored", "EnvSlot", "SlotPool", "LocalSlots", "anchor_of"]
 
 
 @dataclass(frozen=True)
@@ -106,10 +106,7 @@ class EnvSlot:
         self._seen = {}
         self._best = None
         self._current = -1
-        state = env.infos.get(agent, {}).get("state_key")  # the env's own state key, else the whole prompt
-        anchor = hashlib.sha1((state if state is not None else env.observe(agent)["prompt"]).encode("utf-8"))
-        anchor = anchor.hexdigest()[:16]
-        return NodeView(agent, int(getattr(env, "turn", 0)), self.prompt_formatter(env, agent), anchor)
+        return NodeView(agent, int(getattr(env, "turn", 0)), self.prompt_formatter(env, agent), anchor_of(env, agent))
 
     def programs(self, texts: Sequence[str]) -> list[Any]:
         """The sandbox programs (:class:`teamgym.sandbox.Program`) that :meth:`expand` with ``texts`` will run: each
@@ -253,6 +250,14 @@ class EnvSlot:
 
     def close(self) -> None:
         self.env.close()
+
+
+def anchor_of(env: Any, agent: str) -> str:
+    """GiGPO's anchor of the state ``agent`` acts on now: a hash of the env's ``infos[agent]["state_key"]``, else of
+    the agent's whole prompt (equal states, equal anchors)."""
+    state = env.infos.get(agent, {}).get("state_key")
+    anchor = hashlib.sha1((state if state is not None else env.observe(agent)["prompt"]).encode("utf-8"))
+    return anchor.hexdigest()[:16]
 
 
 def _copy(scored: Scored) -> Scored:
