@@ -133,6 +133,14 @@ def test_two_steps_then_resume_equal_an_uninterrupted_run(tmp_path):
     assert [r["reward/mean"] for r in rows_a] == [r["reward/mean"] for r in rows_b]
 
 
+def test_the_reference_is_the_base_with_the_adapters_off(tmp_path):
+    config = adapters_config(tmp_path, "kl", steps=3, **{"ppo.kl_reference": "reference", "ppo.kl_coef": 0.5})
+    train(config)
+    rows = read_metrics(config.output_dir)
+    assert rows[0]["kl_reference"] == pytest.approx(0.0, abs=1e-6) and rows[-1]["kl_reference"] > 0
+    assert load_latest_checkpoint(config.output_dir)[1]["reference"] == {}  # nothing to save: the base is the reference
+
+
 def test_the_warm_start_trains_the_base_and_a_resume_restores_it(tmp_path):
     def config(name: str, steps: int) -> TrainConfig:
         return TrainConfig.from_dict(
