@@ -133,6 +133,21 @@ def test_two_steps_then_resume_equal_an_uninterrupted_run(tmp_path):
     assert [r["reward/mean"] for r in rows_a] == [r["reward/mean"] for r in rows_b]
 
 
+def test_adapters_on_a_local_checkpoint_leave_its_weights_as_saved(tmp_path):
+    source = HFPolicy.tiny(seed=3, n_layer=1, n_embd=16, n_head=1)
+    source.model.save_pretrained(tmp_path / "ckpt")
+    source.tokenizer.save_pretrained(tmp_path / "ckpt")
+    trainer = Trainer(adapters_config(tmp_path, "run", model=str(tmp_path / "ckpt"), steps=2))
+    trainer.train()
+    trainer.close()
+    speaker = trainer.policies["speaker"]
+    state = {
+        k.removeprefix("base_model.model.").replace(".base_layer.", "."): v for k, v in base_weights(speaker).items()
+    }
+    assert all(torch.equal(state[k], v) for k, v in source.model.state_dict().items())
+    assert any(v.abs().sum() > 0 for k, v in speaker.weights().items() if "lora_B" in k)
+
+
 def test_the_reference_is_the_base_with_the_adapters_off(tmp_path):
     config = adapters_config(tmp_path, "kl", steps=3, **{"ppo.kl_reference": "reference", "ppo.kl_coef": 0.5})
     train(config)
