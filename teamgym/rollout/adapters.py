@@ -58,6 +58,10 @@ def adapter_of(parameter_name: str) -> str | None:
 class AdapterPolicy(HFPolicy):
     """One role's policy on a shared peft model: its adapter is active in every forward pass it runs.
 
+    The shared model has one active adapter at a time, so the policies of one base must not sample or score from
+    several threads at once (the trainer and the rollout engine call them one after the other; rollout waves overlap
+    env work, not generation).
+
     Args:
         model: the ``peft.PeftModel`` that holds every role's adapter.
         tokenizer: the base model's tokenizer.

@@ -114,11 +114,12 @@ def test_each_role_generates_with_its_own_adapter():
     assert torch.equal(scored, policies["tester"].score([[5, 6]], [[7, 8]])[0])
 
 
-def test_two_steps_then_resume_equal_an_uninterrupted_run(tmp_path):
-    full = adapters_config(tmp_path, "full")
+@pytest.mark.parametrize("waves", [1, 2])
+def test_two_steps_then_resume_equal_an_uninterrupted_run(tmp_path, waves):
+    full = adapters_config(tmp_path, "full", rollout_waves=waves)
     train(full)
-    train(adapters_config(tmp_path, "part", steps=2))
-    resumed = adapters_config(tmp_path, "part")
+    train(adapters_config(tmp_path, "part", steps=2, rollout_waves=waves))
+    resumed = adapters_config(tmp_path, "part", rollout_waves=waves)
     train(resumed, resume=True)
     assert [r["step"] for r in read_metrics(resumed.output_dir)] == [1, 2, 3, 4]
     a, b = load_latest_checkpoint(full.output_dir)[1], load_latest_checkpoint(resumed.output_dir)[1]
