@@ -26,6 +26,8 @@ _MODULES = {
     "LocalSlots": "slot",
     "SlotPool": "slot",
     "HFPolicy": "hf",
+    "AdapterPolicy": "adapters",
+    "role_adapter_policies": "adapters",
     "Samplers": "samplers",
     "TreeSampling": "settings",
     "VLLMSettings": "settings",

@@ -10,7 +10,7 @@ RNG.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -229,6 +229,18 @@ class HFPolicy:
         return logprobs.gather(1, index) * mask_out, entropy.gather(1, index) * mask_out, mask_out
 
     # ------------------------------------------------------------------ state
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        """The parameters an optimizer of this policy updates (those that require gradients)."""
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        """The model's weights as a checkpoint holds them."""
+        return self.model.state_dict()
+
+    def load_weights(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Restore :meth:`weights`."""
+        self.model.load_state_dict(state)
+
     def rng_state(self) -> torch.Tensor:
         return self.rng.get_state()
 

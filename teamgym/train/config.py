@@ -93,7 +93,14 @@ class TrainConfig:
         n_embd: tiny model width.
         n_head: tiny model attention heads.
         shared_model: one model for all roles (True) or one model and optimizer per role.
-        lora_rank: > 0 wraps a pretrained ``model`` in a peft LoRA adapter of this rank (0 = full fine-tune).
+        lora_rank: > 0 wraps a pretrained ``model`` in a peft LoRA adapter of this rank (0 = full fine-tune); with
+            ``role_adapters``, the rank of every role's adapter (0 = 8, :data:`teamgym.rollout.adapters.DEFAULT_RANK`).
+        role_adapters: one frozen base model in memory and one LoRA adapter and optimizer per role on it (peft
+            multi-adapter, :mod:`teamgym.rollout.adapters`), for the tiny model too: each role samples and trains
+            with its own adapter; checkpoints hold each adapter and its optimizer (and the base, when the warm start
+            trained it). The SFT warm start trains the shared base in full, adapters off; RL then trains only the
+            adapters. Needs ``shared_model=True`` and ``sampling.backend="hf"`` (no vLLM multi-LoRA yet).
+            docs/training.md, "Shared model, per-role models, per-role adapters".
         device: ``cpu`` or ``cuda``.
         sampling: how rollouts are sampled (:class:`SamplingConfig`: temperature, completion budget, backend).
         tree: how a tree rollout expands each node (:class:`teamgym.rollout.TreeSampling`: k, strategy, top-m and
@@ -154,6 +161,7 @@ class TrainConfig:
     n_head: int = 2
     shared_model: bool = True
     lora_rank: int = 0
+    role_adapters: bool = False
     device: str = "cpu"
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     tree: TreeSampling = field(default_factory=TreeSampling)
@@ -229,10 +237,20 @@ class TrainConfig:
                 f"{self.vllm.tensor_parallel_size} apply to sampling.backend='vllm' only, not {backend!r}: set "
                 "sampling.backend='vllm' or leave them 1"
             )
-        if self.ppo.role_lr and self.shared_model:
+        if self.role_adapters and not self.shared_model:
             raise InvalidArgumentError(
-                f"config field ppo.role_lr={self.ppo.role_lr!r} needs one model per role: set shared_model=False "
-                "(--no-shared-model)"
+                "config fields role_adapters=True with shared_model=False: per-role adapters share one base model; "
+                "leave shared_model=True (its default), or set role_adapters=False for one whole model per role"
+            )
+        if self.role_adapters and backend != "hf":
+            raise InvalidArgumentError(
+                f"config fields role_adapters=True with sampling.backend={backend!r}: per-role adapters sample with "
+                "the transformers model only (vLLM multi-LoRA is not built); set sampling.backend='hf'"
+            )
+        if self.ppo.role_lr and self.shared_model and not self.role_adapters:
+            raise InvalidArgumentError(
+                f"config field ppo.role_lr={self.ppo.role_lr!r} needs one model or adapter per role: set "
+                "shared_model=False (--no-shared-model) or role_adapters=True"
             )
 
     def _check_knobs(self) -> None:

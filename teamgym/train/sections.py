@@ -52,7 +52,8 @@ class PPOConfig:
     Attributes:
         lr: Adam learning rate of every role (1e-4: over five seeds of the main job 5e-4 fell below the warm start
             on four, 1e-4 rose above it on four; docs/training.md).
-        role_lr: per-role learning rates overriding ``lr`` (needs ``shared_model=False``), e.g. ``{"tool": 1e-4}``.
+        role_lr: per-role learning rates overriding ``lr`` (needs ``shared_model=False`` or ``role_adapters``), e.g.
+            ``{"tool": 1e-4}``.
         weight_decay: AdamW weight decay.
         micro_batch_size: rows per forward/backward pass (gradients are accumulated over the batch).
         epochs: passes over each rollout batch (AT-GRPO: 1).

@@ -38,6 +38,7 @@ import torch
 from teamgym.algos import dynamic_sampling_mask
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.registry import make
+from teamgym.rollout.adapters import base_policy
 from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.engine import ChatPrompt, RolloutEngine, RolloutResult, TreeSampling, task_seed
 from teamgym.rollout.samplers import Samplers, distinct_policies
@@ -50,7 +51,7 @@ from teamgym.train.config import TrainConfig
 from teamgym.train.estimators import estimate, make_estimator
 from teamgym.train.evaluation import TaskSplit, evaluate
 from teamgym.train.metrics import MetricsLogger, plot_learning_curves, step_metrics
-from teamgym.train.policies import build_optimizers, build_policies
+from teamgym.train.policies import build_optimizers, build_policies, warm_start_policies
 from teamgym.train.presets import get_preset
 from teamgym.train.reference import ReferencePolicies
 from teamgym.train.run_dir import SUMMARY_FILE, check_run_dir, finished_summary
@@ -135,7 +136,8 @@ class Trainer:
         return {
             "step": self.step,
             "config": self.config.to_dict(),
-            "models": {n: p.model.state_dict() for n, p in named.items()},
+            "models": {n: p.weights() for n, p in named.items()},
+            "base": self._saved_base(),
             "optimizers": {n: self.optimizers[n].state_dict() for n in named},
             "policy_rng": {n: p.rng_state() for n, p in named.items()},
             "engine": self.engine.state_dict(),
@@ -156,8 +158,11 @@ class Trainer:
                 f"the checkpoint holds models {sorted(state['models'])} but this config builds {sorted(named)}: "
                 "resume with the config the run started with (its output dir's config.json)"
             )
+        base = base_policy(self.policies)
+        if base is not None and state.get("base") is not None:
+            base.load_weights(state["base"])
         for name, policy in named.items():
-            policy.model.load_state_dict(state["models"][name])
+            policy.load_weights(state["models"][name])
             self.optimizers[name].load_state_dict(state["optimizers"][name])
             policy.set_rng_state(state["policy_rng"][name])
         self.engine.load_state_dict(state["engine"])
@@ -174,6 +179,12 @@ class Trainer:
         self.sft_done = bool(state["sft_done"])
         self.wall_before = float(state.get("wall_seconds", 0.0))
         self.samplers.sync()
+
+    def _saved_base(self) -> dict[str, torch.Tensor] | None:
+        """The shared base of per-role adapters, when the warm start trained it (else it is rebuilt from the config:
+        the seed, or the checkpoint on disk)."""
+        base = base_policy(self.policies)
+        return base.weights() if base is not None and self.config.sft_steps > 0 else None
 
     def _checkpoint(self) -> None:
         save_checkpoint(self.output_dir, self.step, self.state_dict(), keep=self.config.keep_checkpoints)
@@ -255,17 +266,18 @@ class Trainer:
             logger.info("warm start: the scripted expert plays %d training tasks", c.sft_tasks)
             demos = collect_demonstrations(self._env_fn, self.preset, self.tasks.draw(rng, c.sft_tasks))
             logger.info("warm start: %d SFT steps on %d demonstrations", c.sft_steps, len(demos))
-            optimizers = {name: torch.optim.AdamW(p.model.parameters(), lr=c.sft_lr)
-                          for name, p in distinct_policies(self.policies).items()}
-            losses = []
-            with self._progress(c.sft_steps, "SFT warm start", "step") as advance:
-                for step in range(c.sft_steps):
-                    for optimizer in optimizers.values():
-                        for group in optimizer.param_groups:
-                            group["lr"] = c.sft_lr * sft_lr_factor(step, c.sft_steps, c.sft_schedule)
-                    losses.append(sft_step(demos, self.policies, optimizers, rng, c.sft_batch_size,
-                                           c.ppo.max_grad_norm))
-                    advance(loss=f"{losses[-1]:.3f}")
+            with warm_start_policies(self.policies) as policies:
+                optimizers = {name: torch.optim.AdamW(p.trainable_parameters(), lr=c.sft_lr)
+                              for name, p in distinct_policies(policies).items()}
+                losses = []
+                with self._progress(c.sft_steps, "SFT warm start", "step") as advance:
+                    for step in range(c.sft_steps):
+                        for optimizer in optimizers.values():
+                            for group in optimizer.param_groups:
+                                group["lr"] = c.sft_lr * sft_lr_factor(step, c.sft_steps, c.sft_schedule)
+                        losses.append(sft_step(demos, policies, optimizers, rng, c.sft_batch_size,
+                                               c.ppo.max_grad_norm))
+                        advance(loss=f"{losses[-1]:.3f}")
             self.evals["sft_loss"] = float(np.mean(losses[-10:]))
             logger.info("warm start: final SFT loss %.3f", self.evals["sft_loss"])
             self.samplers.sync()

@@ -34,6 +34,7 @@ def _train(*argv: str) -> subprocess.CompletedProcess:
         (["--tree-strategy", "adaptive", "--tree-k0", "6"], "tree.k0=6, tree.k=4, tree.k_max=8"),
         (["--ppo-aggregation", "sum"], "ppo.aggregation='sum'"),
         (["--vllm-engines", "2"], "apply to sampling.backend='vllm' only"),
+        (["--set", "role_adapters=true", "--no-shared-model"], "role_adapters=True with shared_model=False"),
     ],
 )
 def test_a_bad_config_is_refused_before_torch_is_imported(tmp_path, argv, message):
