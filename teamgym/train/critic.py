@@ -91,10 +91,9 @@ class CriticEstimator:
 
     def __init__(self, config: CriticConfig, *, seed: int = 0):
         self.config = config
-        generator_state = torch.get_rng_state()
-        torch.manual_seed(seed)
-        self.critic = TurnCritic(buckets=config.buckets, width=config.width)
-        torch.set_rng_state(generator_state)
+        with torch.random.fork_rng(devices=[]):  # the CPU generator only: the trainer's streams stay as they were
+            torch.default_generator.manual_seed(seed)
+            self.critic = TurnCritic(buckets=config.buckets, width=config.width)
         self.optimizer = torch.optim.Adam(self.critic.parameters(), lr=config.lr)
         #: the last batch's critic numbers, for the step's metrics row
         self.metrics: dict[str, float] = {}
