@@ -12,6 +12,7 @@ docs/algorithms.md. This package depends on torch and numpy only.
 
 from __future__ import annotations
 
+from teamgym.algos.gae import turn_gae, value_loss
 from teamgym.algos.group_relative import at_grpo, at_grpo_group_ids, dr_grpo, dr_mas, grpo, mhgpo, rloo
 from teamgym.algos.grouping import (
     GroupStats,
@@ -98,4 +99,6 @@ __all__ = [
     "tree_values",
     "treerl_advantages",
     "treerl_terms",
+    "turn_gae",
+    "value_loss",
 ]

@@ -22,6 +22,10 @@ column                      rollouts     what it holds, ``(N,)`` unless said
 ``task_keys``               both         the env's task ids as hashable values (a list): keys that recur across
                                          batches, for stateful estimators
 ``agent_names``             both         the acting role's name (a list)
+``prompt_ids``              both         the prompt token ids the row's agent saw (a list of lists): the state a
+                                         critic scores
+``agent_rewards``           trajectory   per agent: the row's reward credited as for ``agent_step_returns`` (what
+                                         its agent received up to its next own turn), float64
 ``episode_returns``         trajectory   team level: the undiscounted sum of everything the episode paid
 ``step_returns``            trajectory   team level: ``G_t = r_t + gamma * G_{t+1}`` along the episode's rows in
                                          step order (GiGPO, gamma 0.95)
@@ -109,12 +113,13 @@ __all__ = [
 
 #: Rollout kinds, in order of preference when an estimator can use several.
 ROLLOUTS = ("tree", "trajectory")
-_TRAJECTORY_ONLY = ("episode_returns", "step_returns", "agent_episode_returns", "agent_step_returns")
+_TRAJECTORY_ONLY = ("episode_returns", "step_returns", "agent_episode_returns", "agent_step_returns",
+                    "agent_rewards")
 _TREE_ONLY = ("tree_parents", "tree_leaf_rewards")
 #: Every column name -> the rollouts that provide it (meanings in the module docstring).
 COLUMNS: dict[str, tuple[str, ...]] = {
     **{name: ROLLOUTS for name in ("rewards", "node_ids", "episode_ids", "task_ids", "agent_ids", "anchor_ids",
-                                   "steps", "turns", "success", "task_keys", "agent_names")},
+                                   "steps", "turns", "success", "task_keys", "agent_names", "prompt_ids")},
     **{name: ("trajectory",) for name in _TRAJECTORY_ONLY},
     **{name: ("tree",) for name in _TREE_ONLY},
 }
@@ -165,7 +170,9 @@ def batch_columns(batch: AgentTurnBatch, names: Sequence[str], *, rollout: str, 
     for name in names:
         if name in values:
             continue
-        if name in _TRAJECTORY_ONLY:
+        if name == "agent_rewards":
+            values[name] = credited_rewards(batch, per_agent=True)
+        elif name in _TRAJECTORY_ONLY:
             per_agent = name.startswith("agent_")
             prefix = "agent_" if per_agent else ""
             episode, step = trajectory_returns(batch, gamma=gamma, per_agent=per_agent)
@@ -193,6 +200,7 @@ _ROW_COLUMNS = {
     "success": lambda batch: batch.success,
     "task_keys": lambda batch: _hashable(batch.task_id),
     "agent_names": lambda batch: list(batch.agent),
+    "prompt_ids": lambda batch: list(batch.prompt_ids),
 }
 
 

@@ -7,8 +7,8 @@ KL, one epoch) unless a field says otherwise.
 
 Knobs that belong together live in sections, each a dataclass that documents and checks its own fields once:
 ``sampling`` (:class:`teamgym.train.sections.SamplingConfig`), ``tree`` (:class:`teamgym.rollout.TreeSampling`, the
-engine's own), ``ppo`` (:class:`teamgym.train.sections.PPOConfig`) and ``vllm``
-(:class:`teamgym.rollout.VLLMSettings`). A field's
+engine's own), ``ppo`` (:class:`teamgym.train.sections.PPOConfig`), ``critic``
+(:class:`teamgym.train.sections.CriticConfig`) and ``vllm`` (:class:`teamgym.rollout.VLLMSettings`). A field's
 *path* is its name, or ``section.name`` (``tree.k``): the names of ``--set``, of config files (nested objects, or
 paths as keys) and, with ``-`` for ``.`` and ``_``, of the generated command-line flags (``--tree-k``). The flat
 names of configs saved before the sections existed (``k``, ``lr``, ``generator``, ``vllm_engines``,
@@ -31,7 +31,7 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number, closest_names
 from teamgym.rollout.settings import TreeSampling, VLLMSettings
-from teamgym.train.sections import PPOConfig, SamplingConfig
+from teamgym.train.sections import CriticConfig, PPOConfig, SamplingConfig
 
 __all__ = ["LEGACY_NAMES", "SamplingConfig", "TrainConfig", "field_docs", "field_paths", "normalize_paths"]
 
@@ -48,7 +48,9 @@ class TrainConfig:
             to the end). Trajectory rollout: ``grpo``, ``dr_grpo``, ``rloo`` (one outcome per trajectory, groups =
             the task's trajectories), ``dr_mas`` (groups = (task, agent) over every invocation), ``mhgpo`` (groups =
             (task, agent type), one sample per trajectory), ``gigpo``, ``team_gigpo``. Either: ``spo``,
-            ``spo_per_agent`` (SPO value trackers, saved in checkpoints). See docs/training.md, "Estimators".
+            ``spo_per_agent`` (SPO value trackers, saved in checkpoints). Trajectory rollout with a learned critic:
+            ``turn_ppo`` (Turn-PPO: GAE over agent-turns; the ``critic`` section). See docs/training.md,
+            "Estimators".
         rollout: how each step samples: ``auto`` (default: the algo's rollout; trajectory for the SPO trackers),
             ``tree`` (``tasks_per_step`` episodes, ``tree.k`` candidates per node, advance with ``tree.strategy``)
             or ``trajectory`` (each of ``tasks_per_step`` tasks played ``group_size`` times from the same env seed,
@@ -107,6 +109,8 @@ class TrainConfig:
             adaptive-K settings).
         ppo: the policy update (:class:`teamgym.train.update.PPOConfig`: optimizer, clipping, loss aggregation, KL
             and entropy).
+        critic: Turn-PPO's critic and GAE (:class:`teamgym.train.sections.CriticConfig`: gamma, lambda, learning
+            rate, value clipping), for ``algo="turn_ppo"``.
         vllm: the vLLM engines per model when ``sampling.backend="vllm"``
             (:class:`teamgym.rollout.samplers.VLLMSettings`).
         sft_steps: warm-start SFT steps on the preset's scripted demonstrations before RL (0 = none).
@@ -166,6 +170,7 @@ class TrainConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     tree: TreeSampling = field(default_factory=TreeSampling)
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    critic: CriticConfig = field(default_factory=CriticConfig)
     vllm: VLLMSettings = field(default_factory=VLLMSettings)
     sft_steps: int = 300
     sft_lr: float = 3e-3
@@ -375,7 +380,8 @@ class TrainConfig:
 
 
 #: The sections of :class:`TrainConfig`: field name -> its dataclass.
-SECTIONS: dict[str, type] = {"sampling": SamplingConfig, "tree": TreeSampling, "ppo": PPOConfig, "vllm": VLLMSettings}
+SECTIONS: dict[str, type] = {"sampling": SamplingConfig, "tree": TreeSampling, "ppo": PPOConfig,
+                             "critic": CriticConfig, "vllm": VLLMSettings}
 
 
 def field_paths() -> dict[str, Any]:

@@ -4,7 +4,8 @@ An :class:`Estimator` declares the rollouts that can feed it (``rollouts``, pref
 (``columns``, names from :mod:`teamgym.train.columns`); :func:`estimate` builds those columns from a batch and calls
 it. Stateless estimators are the pure functions of ``teamgym.algos`` (:class:`FunctionEstimator`: which column feeds
 which parameter is written down per estimator, below); stateful ones keep state across batches and save it in every
-checkpoint (:class:`TrackerEstimator`: SPO's value trackers; learned critics will follow the same protocol).
+checkpoint (:class:`TrackerEstimator`: SPO's value trackers; :class:`~teamgym.train.critic.CriticEstimator`:
+Turn-PPO's learned critic and its optimizer).
 
 Each estimator is fed the groups, anchors and rewards its paper defines (docs/algorithms.md, "In the trainer", gives
 each one's equation and source).
@@ -72,6 +73,11 @@ on purpose. In a tree rollout only the chosen candidate has later steps, so cred
 candidate's continuation with its siblings' nothing, and the signal (and ``spo_reward_range``) would mean different
 things in the two rollouts. So ``plan_path``'s tool, whose team term arrives on the planner's step, tracks only its
 local terms under ``mixed``; to track the team's outcome use ``spo_reward="success"``.
+
+**Learned critic** (trajectory rollout): ``turn_ppo`` (Turn-PPO, arXiv 2512.17008): GAE over each role's own turns
+(``critic.gamma`` 0.99, ``critic.lam`` 0.9) from a small critic shared by the roles, trained on every batch with a
+clipped value loss; ``agent_rewards``, ``episode_ids``, ``agent_ids``, ``steps`` and the state's ``prompt_ids`` and
+``agent_names``. :mod:`teamgym.train.critic` says what the critic sees and why it is a separate model.
 """
 
 from __future__ import annotations
@@ -87,6 +93,7 @@ from teamgym.algos import BetaValueTracker, PerAgentValueTracker, combine_ids, d
 from teamgym.errors import InvalidArgumentError, RegistrationError, UnknownNameError, check_choice
 from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.train.columns import COLUMNS, ROLLOUTS, Columns, batch_columns
+from teamgym.train.critic import CriticEstimator
 
 if TYPE_CHECKING:
     from teamgym.train.config import TrainConfig
@@ -323,6 +330,8 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
                             anchor_ids="anchor_ids"),
     "spo": _spo("spo"),
     "spo_per_agent": _spo("spo_per_agent"),
+    "turn_ppo": EstimatorSpec(CriticEstimator.rollouts, lambda config: CriticEstimator(config.critic,
+                                                                                       seed=config.seed)),
 }
 
 

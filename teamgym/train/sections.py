@@ -1,5 +1,5 @@
-"""The training config's own sections: how rollouts are sampled (:class:`SamplingConfig`) and the policy update
-(:class:`PPOConfig`).
+"""The training config's own sections: how rollouts are sampled (:class:`SamplingConfig`), the policy update
+(:class:`PPOConfig`) and Turn-PPO's critic (:class:`CriticConfig`).
 
 Plain dataclasses, each field documented and checked once on construction, in a module that imports no torch: with
 :mod:`teamgym.rollout.settings` they let ``teamgym train`` build and validate its whole config before anything heavy
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
 from teamgym.rollout.settings import BACKENDS
 
-__all__ = ["AGGREGATIONS", "KL_REFERENCES", "PPOConfig", "SamplingConfig"]
+__all__ = ["AGGREGATIONS", "KL_REFERENCES", "CriticConfig", "PPOConfig", "SamplingConfig"]
 
 #: The loss aggregations of ``teamgym.algos.aggregate``, spelled here so that the config loads without torch (a test
 #: keeps the two equal).
@@ -114,3 +114,49 @@ class PPOConfig:
     def lr_of(self, name: str) -> float:
         """The learning rate of the policy named ``name`` (a role, or ``shared``)."""
         return self.role_lr.get(name, self.lr)
+
+
+@dataclass(frozen=True)
+class CriticConfig:
+    """Turn-PPO's critic and its GAE over agent-turns (``algo="turn_ppo"``; the other estimators ignore it).
+
+    Attributes:
+        gamma: discount per agent-turn of the GAE (Turn-PPO: 0.99), in [0, 1]; each role's next own turn is one
+            gamma away.
+        lam: GAE's lambda (Turn-PPO: 0.9), in [0, 1].
+        lr: Adam learning rate of the critic (1e-3).
+        epochs: full-batch critic updates per rollout batch, each after the advantages are computed (4).
+        value_clip: clip range of the value loss around the values the advantages used (0.2); None: no clipping.
+        max_grad_norm: gradient clipping norm of the critic's updates.
+        width: the critic's embedding and hidden width.
+        buckets: hashed feature buckets for the prompt's tokens, token pairs and the role name.
+        whiten: normalise each batch's advantages to mean 0 and std 1 (as verl's GAE does).
+    """
+
+    gamma: float = 0.99
+    lam: float = 0.9
+    lr: float = 1e-3
+    epochs: int = 4
+    value_clip: float | None = 0.2
+    max_grad_norm: float = 1.0
+    width: int = 64
+    buckets: int = 4096
+    whiten: bool = True
+
+    def __post_init__(self) -> None:
+        for name, source in (("gamma", "0.99"), ("lam", "0.9")):
+            value = getattr(self, name)
+            check_number(f"critic.{name}", value, low=0.0, hint=f"Turn-PPO: {source}")
+            if value > 1:
+                raise InvalidArgumentError(f"config field critic.{name}={value!r}: expected a float in [0, 1] "
+                                           f"(Turn-PPO: {source})")
+        for name in ("lr", "max_grad_norm"):
+            check_number(f"critic.{name}", getattr(self, name), low=0.0, inclusive=False)
+        check_int("critic.epochs", self.epochs, 1)
+        check_int("critic.width", self.width, 1)
+        check_int("critic.buckets", self.buckets, 2)
+        if self.value_clip is not None:
+            check_number("critic.value_clip", self.value_clip, low=0.0, inclusive=False,
+                         hint="e.g. 0.2, or None for no clipping")
+        if not isinstance(self.whiten, bool):
+            raise InvalidArgumentError(f"config field critic.whiten={self.whiten!r}: expected true or false")

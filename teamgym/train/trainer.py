@@ -339,6 +339,7 @@ class Trainer:
                            seconds=time.perf_counter() - tic, update_seconds=update_seconds,
                            dropped=int(usable.numel() - usable.sum()))
         row.update({f"alpha/{agent}": value for agent, value in alphas.items()})
+        row.update(getattr(self.estimator, "metrics", {}))  # a learned critic's numbers (turn_ppo)
         if payoff is not None:
             row["alpha_payoff"] = payoff
         return row

@@ -130,3 +130,40 @@ def treerl_loop(parents, leaf_rewards) -> list[float]:
             root = parents[root]
         out.append((2 * values[node] - values[root] - values[parent]) / math.sqrt(n_leaves(node)))
     return out
+
+
+def turn_gae_loop(rewards, values, trajectory_ids, turn_ids, dones, gamma, lam) -> tuple[list[float], list[float]]:
+    """GAE by walking each chain backwards, one turn at a time (Schulman et al. 2016, eq. 16)."""
+    rows = defaultdict(list)
+    for i, t in enumerate(trajectory_ids):
+        rows[t].append(i)
+    advantages = [0.0] * len(rewards)
+    for indices in rows.values():
+        chain = sorted(indices, key=lambda i: turn_ids[i])
+        running, next_value = 0.0, 0.0
+        for position in range(len(chain) - 1, -1, -1):
+            i = chain[position]
+            if position == len(chain) - 1 or dones[i]:
+                running, next_value = 0.0, 0.0
+            delta = rewards[i] + gamma * next_value - values[i]
+            running = delta + gamma * lam * running
+            advantages[i] = running
+            next_value = values[i]
+    return advantages, [a + v for a, v in zip(advantages, values, strict=True)]
+
+
+def token_gae_loop(token_rewards, token_values, mask, gamma, lam) -> list[list[float]]:
+    """Token-level GAE of padded (B, T) lists as verl's ``compute_gae_advantage_return``: one chain per row, over
+    its unmasked tokens (masked tokens neither pass values nor advantages)."""
+    out = []
+    for rewards, values, keep in zip(token_rewards, token_values, mask, strict=True):
+        advantages = [0.0] * len(rewards)
+        running, next_value = 0.0, 0.0
+        for t in range(len(rewards) - 1, -1, -1):
+            if not keep[t]:
+                continue
+            delta = rewards[t] + gamma * next_value - values[t]
+            running = delta + gamma * lam * running
+            advantages[t], next_value = running, values[t]
+        out.append(advantages)
+    return out

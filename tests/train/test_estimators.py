@@ -22,7 +22,7 @@ from tests.train.test_columns import random_trajectory_batch
 TALLY_RANGE = [-1.5, 1.0]
 #: The estimators docs/training.md lists per rollout.
 TREE_ESTIMATORS = ("at_grpo", "treerl")
-TRAJECTORY_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "dr_mas", "mhgpo", "gigpo", "team_gigpo")
+TRAJECTORY_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "dr_mas", "mhgpo", "gigpo", "team_gigpo", "turn_ppo")
 
 
 @pytest.fixture(autouse=True)
@@ -107,7 +107,7 @@ def test_the_cli_trains_every_registered_estimator_two_steps_on_the_main_job(tmp
     ("algo", "extra", "rollout"),
     [("gigpo", {}, "trajectory"), ("team_gigpo", {}, "trajectory"), ("treerl", {}, "tree"),
      ("spo", {}, "trajectory"), ("spo_per_agent", {}, "trajectory"), ("spo", {"group_size": 1}, "trajectory"),
-     ("dr_mas", {}, "trajectory"), ("mhgpo", {}, "trajectory"),
+     ("dr_mas", {}, "trajectory"), ("mhgpo", {}, "trajectory"), ("turn_ppo", {}, "trajectory"),
      ("spo_per_agent", {"rollout": "tree", "spo_reward": "mixed", "spo_reward_range": TALLY_RANGE}, "tree"),
      ("spo", {"rollout": "tree", "k": 1, "spo_reward": "mixed", "spo_reward_range": TALLY_RANGE}, "tree")],
 )
@@ -204,7 +204,7 @@ def test_documented_estimator_lists_match_what_the_rollouts_feed():
 def test_unknown_and_unusable_algos_list_every_usable_name():
     usable = set(ESTIMATORS)
     assert usable >= {"at_grpo", "grpo", "dr_grpo", "rloo", "dr_mas", "mhgpo", "treerl", "gigpo", "team_gigpo",
-                           "spo", "spo_per_agent"}
+                           "spo", "spo_per_agent", "turn_ppo"}
     with pytest.raises(UnknownNameError) as err:
         TrainConfig(algo="gipgo")
     assert all(name in str(err.value) for name in usable)
