@@ -14,7 +14,7 @@ from teamgym.algos._checks import check_ids, check_output, check_same_length, ch
 from teamgym.algos.registry import register_advantage
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["TreeValues", "tree_values", "treerl_terms", "treerl_advantages", "masprm_targets"]
+__all__ = ["TREERL_SAMPLES", "TreeValues", "tree_values", "treerl_terms", "treerl_advantages", "masprm_targets"]
 
 
 class TreeValues:
@@ -114,17 +114,36 @@ def treerl_terms(parents: torch.Tensor, leaf_rewards: torch.Tensor) -> tuple[tor
     return global_adv, local_adv
 
 
+#: How a training batch holds a sampling tree, for :func:`treerl_advantages`.
+TREERL_SAMPLES = ("leaves", "nodes")
+
+
 @register_advantage("treerl")
 def treerl_advantages(
-    parents: torch.Tensor, leaf_rewards: torch.Tensor, *, normalize: bool = True
+    parents: torch.Tensor, leaf_rewards: torch.Tensor, *, normalize: bool = True, samples: str = "leaves"
 ) -> torch.Tensor:
     """TreeRL per-node advantage ``(V(s) - V(root) + V(s) - V(parent)) / sqrt(|L(s)|)``; roots get 0.
 
     Source: TreeRL (arXiv 2506.11902; code THUDM/TreeRL). Global term ``V(s) - V(root)``, local term
     ``V(s) - V(parent)`` (both from :func:`treerl_terms`); local terms along a root-to-leaf path telescope to
-    ``V(leaf) - V(root)``. The ``1/sqrt(#leaves below)`` factor (``normalize``) keeps nodes shared by many
-    leaves from dominating. Each token of the segment that produced node s gets this value.
+    ``V(leaf) - V(root)``.
+
+    ``samples`` says how the training batch holds the tree:
+
+    * ``"leaves"`` (TreeRL's trainer): one sequence per leaf, its root-to-leaf path, so the tokens of node s occur
+      in ``|L(s)|`` sequences, each time with the value above. The ``1/sqrt(|L(s)|)`` factor (``normalize``;
+      THUDM/TreeRL ``compute_weighted_update``, style ``sqrt``) keeps those repeated nodes from dominating: node s
+      weighs ``sqrt(|L(s)|) (GA + LA)`` in the loss, all its copies together.
+    * ``"nodes"``: one row per node (teamgym's trainer: every candidate is one row). The row gets what its
+      ``|L(s)|`` copies get together in TreeRL, ``|L(s)|`` times the value above: ``(GA + LA) sqrt(|L(s)|)``, or
+      ``(GA + LA) |L(s)|`` without ``normalize``. Without this, a node shared by many leaves would weigh
+      ``1/|L(s)|`` of what TreeRL gives it; in AT-GRPO's tree those are the chosen (best) candidates.
     """
+    if samples not in TREERL_SAMPLES:
+        raise InvalidArgumentError(
+            f"samples={samples!r}: expected 'leaves' (one training sequence per leaf path, TreeRL's) or 'nodes' "
+            "(one row per node, the trainer's)"
+        )
     values = tree_values(parents, leaf_rewards)
     parents = parents.to(torch.int64)
     v = values.value
@@ -133,6 +152,8 @@ def treerl_advantages(
     advantage = (v - v.index_select(0, values.root)) + (v - parent_value)
     if normalize:
         advantage = advantage / torch.sqrt(values.leaf_count)
+    if samples == "nodes":
+        advantage = advantage * values.leaf_count
     advantage = torch.where(is_root, 0.0, advantage)
     return check_output("treerl advantages",
                         advantage.to(leaf_rewards.dtype if leaf_rewards.is_floating_point() else torch.float32))

@@ -20,7 +20,10 @@ each one's equation and source).
                                    acted twice in a round gets two groups): the groups are the tree nodes
 ``treerl``                         ``parents`` <- ``tree_parents``; ``leaf_rewards`` <- ``tree_leaf_rewards``: the
                                    sampling forest with every unchosen candidate continued to the end
-                                   (``continue_unchosen``), so that every leaf is a finished episode
+                                   (``continue_unchosen``), so that every leaf is a finished episode;
+                                   ``samples="nodes"``: TreeRL trains one sequence per leaf path, where a node
+                                   recurs once per leaf below it; here each node is one row, which gets what
+                                   its copies get together (``sqrt(|L(s)|)`` times TreeRL's ``GA + LA``)
 =================================  ===================================================================================
 
 **Trajectory rollout** (each task played ``group_size`` times from the same env seed, one candidate per node; a
@@ -82,7 +85,6 @@ clipped value loss; ``agent_rewards``, ``episode_ids``, ``agent_ids``, ``steps``
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -161,7 +163,7 @@ class FunctionEstimator:
     name: str
     rollouts: tuple[str, ...]
     inputs: Mapping[str, str]
-    knobs: Mapping[str, float] = field(default_factory=dict)
+    knobs: Mapping[str, Any] = field(default_factory=dict)
     units: tuple[str, ...] = ()
 
     @property
@@ -320,8 +322,9 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
                         agent_ids="agent_ids"),
     "mhgpo": _function("mhgpo", "trajectory", units=("episode_ids", "agent_ids"), rewards="agent_episode_returns",
                        group_ids="task_ids", agent_ids="agent_ids"),
-    "treerl": dataclasses.replace(
-        _function("treerl", "tree", parents="tree_parents", leaf_rewards="tree_leaf_rewards"),
+    # every candidate is one row, so each node gets what its leaf paths carry together in TreeRL (samples="nodes")
+    "treerl": EstimatorSpec(("tree",), lambda config: FunctionEstimator(
+        "treerl", ("tree",), {"parents": "tree_parents", "leaf_rewards": "tree_leaf_rewards"}, {"samples": "nodes"}),
         continue_unchosen=True),
     "gigpo": _function("gigpo", "trajectory", ("omega",), episode_returns="episode_returns",
                        step_returns="step_returns", **_TRAJECTORIES, anchor_ids="anchor_ids"),

@@ -110,7 +110,7 @@ def tree_values_loop(parents, leaf_rewards) -> list[float]:
     return [sum(leaves(n)) / len(leaves(n)) for n in range(len(parents))]
 
 
-def treerl_loop(parents, leaf_rewards) -> list[float]:
+def treerl_loop(parents, leaf_rewards, *, samples="leaves", normalize=True) -> list[float]:
     values = tree_values_loop(parents, leaf_rewards)
     children = defaultdict(list)
     for node, parent in enumerate(parents):
@@ -128,7 +128,11 @@ def treerl_loop(parents, leaf_rewards) -> list[float]:
         root = node
         while parents[root] >= 0:
             root = parents[root]
-        out.append((2 * values[node] - values[root] - values[parent]) / math.sqrt(n_leaves(node)))
+        advantage = 2 * values[node] - values[root] - values[parent]
+        weight = math.sqrt(n_leaves(node)) if normalize else 1.0
+        # one training sequence per leaf: each copy of the node gets advantage / weight; one row per node: the
+        # node gets what its n_leaves copies get together
+        out.append(advantage / weight * (n_leaves(node) if samples == "nodes" else 1))
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import zlib
 from functools import partial
@@ -180,7 +181,11 @@ def test_forest_values_mean_the_outcome_below_a_node():
     assert values.tolist() == [0.0, 2.0, 3.0, 1.0, 4.0 / 3.0]  # root: mean outcome of the 3 leaves
     advantages = estimate(make_estimator(TrainConfig(algo="treerl")), batch, rollout="tree")
     assert advantages.shape == (4,)
-    assert torch.allclose(advantages, treerl_advantages(parents, leaf)[:4])
+    # one row per node: the chosen candidate (2 leaves below) carries what its 2 leaf paths carry in TreeRL,
+    # 2 (GA + LA) / sqrt(2) = (2/3 + 2/3) sqrt(2), not (GA + LA) / sqrt(2)
+    expected = [-8 / 3, 4 / 3 * math.sqrt(2), 3 - 4 / 3 + 3 - 2, 1 - 4 / 3 + 1 - 2]
+    assert advantages.tolist() == pytest.approx(expected, rel=1e-6)
+    assert torch.allclose(advantages, treerl_advantages(parents, leaf, samples="nodes")[:4])
     assert advantages[1] > 0 > advantages[0]  # the branch whose continuations did better gets the credit
 
 

@@ -3,8 +3,8 @@
 Every RL library keeps envs like these (Stable-Baselines3's identity envs, CleanRL's ``CartPole`` smoke runs): an
 algorithm, a trainer or a sampler that is broken in any of the usual ways (a flipped sign, a logprob shifted by one
 token, advantages grouped wrongly, a sampler that never receives the new weights) fails to learn them. Every registered
-estimator learns the bandit from random init within 300 steps, and all but one the other two within 600
-(docs/training.md has the table).
+estimator learns the bandit from random init within 300 steps, and the other two within 600 (docs/training.md has the
+table).
 ``tests/train/test_sanity.py`` trains every registered estimator on them.
 
 **Task.** Each task is a *cue*, one character of ``cues`` (default ``"abcd"``): task id ``i`` has cue
