@@ -10,7 +10,8 @@
 #
 #   bash scripts/test_vllm_cpu.sh                 # from the venv of the README's test install
 #   (2026-12-03, 2 CPU cores shared with other jobs, Python 3.11.7: 13 min from a fresh clone, the 10 tests then in
-#   test_vllm_engine.py 7 min; with the 4 of test_vllm_lora.py, the 14 tests ran in 4.5 min in an existing venv)
+#   test_vllm_engine.py 7 min; with 4 of test_vllm_lora.py, 14 tests ran in 4.5 min in an existing venv;
+#   test_vllm_lora.py's 5 alone: 1.5 min)
 #   PYTHON=/path/to/venv/bin/python bash scripts/test_vllm_cpu.sh   # the project's packages of another Python
 #   VENV=/tmp/vllm-venv bash scripts/test_vllm_cpu.sh -k ray          # extra pytest arguments pass through
 set -euo pipefail

@@ -4,7 +4,8 @@ vLLM serves LoRA only on model classes with its ``SupportsLoRA`` (Llama, Qwen2..
 tiny Llama built in code with the character tokenizer (no download). What they pin down: each role samples through
 vLLM with its own adapter, greedy tokens and logprobs as the transformers model with that adapter active; an update
 loads only the changed adapter, as a new version, and removes the old one; a base sync (the warm start) reloads the
-base and every adapter; the trainer runs with ``role_adapters`` on vLLM, its logprobs those vLLM sampled with.
+base and every adapter; the trainer runs with ``role_adapters`` on vLLM (and resumes, and warm-starts the base),
+its logprobs those vLLM sampled with.
 Run by ``scripts/test_vllm_cpu.sh`` on CPU.
 """
 
@@ -23,6 +24,7 @@ pytest.importorskip("peft")
 
 from teamgym.rollout.adapters import adapter_of, role_adapter_policies  # noqa: E402
 from teamgym.rollout.samplers import Samplers, VLLMSettings  # noqa: E402
+from teamgym.rollout.vllm_lora import base_weights  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache (the CPU default is sized for servers)
@@ -162,3 +164,26 @@ def test_trainer_trains_role_adapters_sampled_by_vllm_and_resumes(tmp_path, monk
     assert [r["step"] for r in rows] == [1, 2]
     for row in rows:
         assert row["completions"] > 0 and abs(row["kl"]) < 1e-4 and row["clip_fraction"] == 0.0, row
+
+
+def test_the_warm_started_base_reaches_vllm(tmp_path, checkpoint):
+    """The SFT warm start trains the shared base: the sync after it loads the base into the engine, so the first RL
+    step's trainer logprobs still equal vLLM's (KL ~ 0; the checkpoint's base would give a KL far from 0)."""
+    from teamgym.train import TrainConfig, Trainer
+    from teamgym.train.metrics import read_metrics
+
+    config = TrainConfig.from_dict(dict(
+        env_id="plan_path-v0", model=checkpoint, generator="vllm", role_adapters=True, lora_rank=4,
+        vllm_gpu_memory_utilization=0.2, steps=1, sft_steps=3, sft_lr=3e-3, sft_batch_size=4, tasks_per_step=2, k=2,
+        max_new_tokens=8, eval_tasks=1, eval_every=0, output_dir=str(tmp_path / "run"), progress_bar=False,
+        plot=False, torch_threads=1, checkpoint_every=1))
+    trainer = Trainer(config)
+    try:
+        before = {name: t.clone() for name, t in base_weights(trainer.samplers.adapters.model)}
+        trainer.train()
+        after = dict(base_weights(trainer.samplers.adapters.model))
+        assert any(not torch.equal(before[name], after[name]) for name in before), "the warm start moves the base"
+    finally:
+        trainer.close()
+    (row,) = read_metrics(config.output_dir)
+    assert row["completions"] > 0 and abs(row["kl"]) < 1e-4, row
