@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,7 @@ class VLLMAdapters:
         self._synced: dict[str, dict[str, torch.Tensor]] = {}
         self._next_id = 1
         self._dir = Path(tempfile.mkdtemp(prefix="teamgym-lora-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._dir, True)  # also when never closed
 
     def sampler(self, role: str) -> RoleLoRASampler:
         """The sampler of ``role``: this engine with that role's current adapter."""
@@ -124,7 +126,7 @@ class VLLMAdapters:
 
     def close(self) -> None:
         """Delete the saved adapter versions (the engine keeps what it loaded)."""
-        shutil.rmtree(self._dir, ignore_errors=True)
+        self._cleanup()
 
 
 class RoleLoRASampler:

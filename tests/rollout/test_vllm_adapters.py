@@ -79,6 +79,8 @@ def test_each_role_samples_with_its_own_request_and_only_changed_adapters_reload
     assert not Path(first["tester"].lora_path).exists()
     with pytest.raises(InvalidArgumentError, match="role='critic'"):
         adapters.sampler("critic")
+    adapters.close()
+    assert not adapters._dir.exists()
 
 
 def test_a_base_sync_sends_the_checkpoint_names_then_every_adapter(setup):
