@@ -65,8 +65,10 @@ class VLLMSampler:
                        enable_prefix_caching=True, logprobs_mode="processed_logprobs", **engine_kwargs)
         return cls(llm, sampling_params_cls=vllm.SamplingParams)
 
-    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
-        """``n`` completions per prompt in one ``LLM.generate`` call (vLLM batches and caches prefixes itself)."""
+    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingParams, *,
+                 lora_request: Any = None) -> list[list[Completion]]:
+        """``n`` completions per prompt in one ``LLM.generate`` call (vLLM batches and caches prefixes itself), with
+        the LoRA adapter of ``lora_request`` when given (an engine started with ``enable_lora=True``)."""
         if not isinstance(n, int) or n < 1:
             raise InvalidArgumentError(f"n={n!r}: expected an int >= 1 completions per prompt")
         if not prompts:
@@ -75,7 +77,8 @@ class VLLMSampler:
             n=n, temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
             stop=list(sampling.stop) or None, include_stop_str_in_output=True, seed=sampling.seed, logprobs=0,
         )
-        outputs = self.llm.generate(self._token_prompts(prompts), params, use_tqdm=False)
+        lora = {} if lora_request is None else {"lora_request": lora_request}
+        outputs = self.llm.generate(self._token_prompts(prompts), params, use_tqdm=False, **lora)
         result = []
         for request in outputs:
             group = []

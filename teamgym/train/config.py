@@ -101,7 +101,10 @@ class TrainConfig:
             multi-adapter, :mod:`teamgym.rollout.adapters`), for the tiny model too: each role samples and trains
             with its own adapter; checkpoints hold each adapter and its optimizer (and the base, when the warm start
             trained it). The SFT warm start trains the shared base in full, adapters off; RL then trains only the
-            adapters. Needs ``shared_model=True`` and ``sampling.backend="hf"`` (no vLLM multi-LoRA yet).
+            adapters. Needs ``shared_model=True``. With ``sampling.backend="vllm"`` one engine samples every role
+            with its own LoRA request (multi-LoRA; one engine in process, a vLLM model class with LoRA support such
+            as Llama or Qwen2), each changed adapter synced as a new version after every update
+            (:mod:`teamgym.rollout.vllm_lora`).
             docs/training.md, "Shared model, per-role models, per-role adapters".
         device: ``cpu`` or ``cuda``.
         sampling: how rollouts are sampled (:class:`SamplingConfig`: temperature, completion budget, backend).
@@ -247,10 +250,11 @@ class TrainConfig:
                 "config fields role_adapters=True with shared_model=False: per-role adapters share one base model; "
                 "leave shared_model=True (its default), or set role_adapters=False for one whole model per role"
             )
-        if self.role_adapters and backend != "hf":
+        if self.role_adapters and backend == "vllm" and self.vllm.on_ray:
             raise InvalidArgumentError(
-                f"config fields role_adapters=True with sampling.backend={backend!r}: per-role adapters sample with "
-                "the transformers model only (vLLM multi-LoRA is not built); set sampling.backend='hf'"
+                f"config fields role_adapters=True with vllm.engines={self.vllm.engines}, vllm.tensor_parallel_size="
+                f"{self.vllm.tensor_parallel_size}: per-role adapters sample through one in-process vLLM engine with "
+                "multi-LoRA (Ray engines with LoRA are not built); leave both 1, or set sampling.backend='hf'"
             )
         if self.ppo.role_lr and self.shared_model and not self.role_adapters:
             raise InvalidArgumentError(

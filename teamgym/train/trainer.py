@@ -333,7 +333,7 @@ class Trainer:
             stats = policy_update(train_batch, advantages, self.policies, self.optimizers, ppo=c.ppo,
                                   temperature=c.sampling.temperature, norm_length=self.max_tokens,
                                   reference=self.reference)
-        self.samplers.sync()
+        self.samplers.sync(base=False)  # an update moves per-role adapters only, never their shared base
         update_seconds = time.perf_counter() - update_tic
         row = step_metrics(self.step + 1, result, advantages, stats, rollout=self.rollout_mode, gamma=c.gamma,
                            seconds=time.perf_counter() - tic, update_seconds=update_seconds,

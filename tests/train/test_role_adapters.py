@@ -62,8 +62,10 @@ def base_weights(policy: AdapterPolicy) -> dict[str, torch.Tensor]:
 def test_bad_combinations_name_the_value_and_the_fix(tmp_path):
     with pytest.raises(InvalidArgumentError, match=r"role_adapters=True with shared_model=False.*shared_model=True"):
         TrainConfig.from_dict({"role_adapters": True, "shared_model": False})
-    with pytest.raises(InvalidArgumentError, match=r"sampling.backend='vllm'.*set sampling.backend='hf'"):
-        TrainConfig.from_dict({"role_adapters": True, "sampling.backend": "vllm", "model": str(tmp_path)})
+    vllm = {"role_adapters": True, "sampling.backend": "vllm", "model": str(tmp_path)}
+    assert TrainConfig.from_dict(vllm).role_adapters  # one in-process engine with multi-LoRA
+    with pytest.raises(InvalidArgumentError, match=r"vllm.engines=2.*Ray engines with LoRA are not built.*leave both"):
+        TrainConfig.from_dict({**vllm, "vllm.engines": 2})
     assert TrainConfig.from_dict({"role_adapters": True, "ppo.role_lr": {"speaker": 1e-3}}).ppo.role_lr
 
 
