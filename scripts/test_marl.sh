@@ -19,4 +19,5 @@ project_venv "$VENV"
     -c "$VENV/constraints.txt" -e ".[tianshou,rllib,textarena]"
 exec "$VENV/bin/python" -m pytest -p no:cacheprovider -m "slow or not slow" \
     tests/integrations/test_tianshou.py tests/integrations/test_rllib.py \
-    "tests/integrations/test_gymnasium.py::test_tianshou_buffer_takes_a_collected_episode" "$@"
+    "tests/integrations/test_gymnasium.py::test_tianshou_buffer_takes_a_collected_episode" \
+    "tests/integrations/test_gymnasium.py::test_tianshou_buffer_takes_coder_tester_infos_without_the_per_test_lists" "$@"
