@@ -96,19 +96,20 @@ def dataset_rows(env_id: str, task_ids: Sequence[Any], roles: Sequence[str]) -> 
 
 def verl_estimator(name: str) -> Any:
     """The verl-signature function of teamgym estimator ``name`` (a key of :data:`ESTIMATORS`'s values)."""
+    from teamgym.algos import group_ids
+
     estimator = get_advantage(name)
 
     def compute(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray,
                 config: Any = None, **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
         scores = token_level_rewards.sum(dim=-1)  # (N,)
-        _, groups = np.unique(np.asarray(index, dtype=object).astype(str), return_inverse=True)
-        group_ids = torch.as_tensor(groups, dtype=torch.long, device=scores.device)
+        uids = group_ids([str(uid) for uid in index]).to(scores.device)
         with torch.no_grad():
             if name in _PER_UID_COLUMNS:  # one (task, role) per uid: agent (and turn) constant within a group
-                zeros = torch.zeros_like(group_ids)
-                advantages = estimator(scores.float(), group_ids, *[zeros] * _PER_UID_COLUMNS[name])
+                zeros = torch.zeros_like(uids)
+                advantages = estimator(scores.float(), uids, *[zeros] * _PER_UID_COLUMNS[name])
             else:
-                advantages = estimator(scores.float(), group_ids)
+                advantages = estimator(scores.float(), uids)
         advantages = advantages.to(token_level_rewards.dtype).unsqueeze(-1) * response_mask
         return advantages, advantages
 
@@ -165,7 +166,7 @@ def verl_step_estimator(name: str) -> Any:
     the row's turn rewards, groups are verl's ``uid``, trajectories its rows, agents the rows' roles;
     ``algorithm.norm_adv_by_std_in_grpo`` picks ``scale_by_std``; omega is 1.
     """
-    from teamgym.algos import discounted_returns
+    from teamgym.algos import discounted_returns, group_ids
 
     estimator = get_advantage(name)
 
@@ -214,18 +215,14 @@ def verl_step_estimator(name: str) -> Any:
                     "(GiGPO reads the env's turn rewards from the agent loop)"
                 )
 
-        def ids(values: Sequence[Any]) -> torch.Tensor:
-            return torch.as_tensor(np.unique(np.asarray(values, dtype=str), return_inverse=True)[1].reshape(-1),
-                                   dtype=torch.long)
-
-        group_ids = ids([str(index[i]) for i in rows])
+        uids = group_ids([str(index[i]) for i in rows])
         step_returns = discounted_returns(reward, row_ids, torch.as_tensor(turns, dtype=torch.long),
                                           gamma=float(_option(config, "gamma", 1.0)))
-        columns = [episode.index_select(0, row_ids), step_returns, group_ids, row_ids]
+        columns = [episode.index_select(0, row_ids), step_returns, uids, row_ids]
         if name == "team_gigpo":
-            columns.append(ids(roles))
+            columns.append(group_ids(roles))
         with torch.no_grad():
-            per_turn = estimator(*columns, ids(anchors),
+            per_turn = estimator(*columns, group_ids(anchors),
                                  scale_by_std=bool(_option(config, "norm_adv_by_std_in_grpo", True)))
         advantages = torch.zeros(token_level_rewards.shape, dtype=torch.float64)
         for row, (start, end), value in zip(rows, spans, per_turn.tolist()):
