@@ -34,6 +34,7 @@ __all__ = [
     "LORA_ALPHA",
     "AdapterPolicy",
     "adapter_of",
+    "adapter_weights",
     "base_policy",
     "role_adapter_policies",
     "unfrozen_base",
@@ -53,6 +54,11 @@ def adapter_of(parameter_name: str) -> str | None:
         if part.startswith("lora_"):
             return parts[i + 1]
     return None
+
+
+def adapter_weights(model: Any, adapter: str | None) -> dict[str, torch.Tensor]:
+    """The state-dict entries of ``model`` that belong to ``adapter`` (the base's own for ``None``)."""
+    return {k: v for k, v in model.state_dict().items() if adapter_of(k) == adapter}
 
 
 class AdapterPolicy(HFPolicy):
@@ -122,7 +128,7 @@ class AdapterPolicy(HFPolicy):
 
     def weights(self) -> dict[str, torch.Tensor]:
         """This adapter's weights (the base's for ``adapter=None``): what a checkpoint holds for this policy."""
-        return {k: v for k, v in self.model.state_dict().items() if adapter_of(k) == self.adapter}
+        return adapter_weights(self.model, self.adapter)
 
     def load_weights(self, state: Mapping[str, torch.Tensor]) -> None:
         """Restore :meth:`weights`; every key must be this adapter's, and none of its keys may be missing."""

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from teamgym.errors import InvalidArgumentError
-from teamgym.rollout.adapters import adapter_of
+from teamgym.rollout.adapters import adapter_of, adapter_weights
 from teamgym.rollout.sampling import Completion, SamplingParams
 from teamgym.rollout.vllm import VLLMSampler, _vllm
 
@@ -95,17 +95,15 @@ class VLLMAdapters:
         if base:
             self.engine.load_weights(list(base_weights(self.model)))
             self._synced.clear()
-        changed = [role for role in self.roles if not _same(self._synced.get(role), self._adapter_state(role))]
+        states = {role: adapter_weights(self.model, role) for role in self.roles}
+        changed = [role for role in self.roles if not _same(self._synced.get(role), states[role])]
         for role in changed:
-            self._load(role)
+            self._load(role, states[role])
         if changed:
             self.engine.reset_prefix_cache()
         return changed
 
-    def _adapter_state(self, role: str) -> dict[str, torch.Tensor]:
-        return {k: v for k, v in self.model.state_dict().items() if adapter_of(k) == role}
-
-    def _load(self, role: str) -> None:
+    def _load(self, role: str, state: Mapping[str, torch.Tensor]) -> None:
         lora_id = self._next_id
         self._next_id += 1
         parent = self._dir / f"v{lora_id}"
@@ -122,7 +120,7 @@ class VLLMAdapters:
         if not engine.add_lora(request):
             raise InvalidArgumentError(f"vLLM refused the adapter of {role!r} saved at {path}")
         self.requests[role], self._dirs[role] = request, parent
-        self._synced[role] = {k: v.detach().clone() for k, v in self._adapter_state(role).items()}
+        self._synced[role] = {k: v.detach().clone() for k, v in state.items()}
 
     def close(self) -> None:
         """Delete the saved adapter versions (the engine keeps what it loaded)."""
