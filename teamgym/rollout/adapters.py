@@ -19,6 +19,7 @@ model per role (docs/benchmarks.md, "Per-role adapters: memory").
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = [
     "LORA_ALPHA",
     "AdapterPolicy",
     "adapter_of",
+    "adapter_targets",
     "adapter_weights",
     "base_policy",
     "role_adapter_policies",
@@ -169,11 +171,16 @@ def role_adapter_policies(
     config = peft.LoraConfig(
         r=rank,
         lora_alpha=alpha,
-        target_modules="all-linear",
+        target_modules=adapter_targets(base.model),
         task_type="CAUSAL_LM",
         fan_in_fan_out=_uses_conv1d(base.model),
     )
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        # peft warns that the output layer is tied to the input embeddings: the adapter adapts the output side only
+        # (its own A, B), the tied weight stays the base's; and that fan_in_fan_out does not fit an nn.Linear output
+        # layer next to GPT-2's Conv1D blocks, which it then sets per layer, as wanted.
+        warnings.filterwarnings("ignore", message=".*tie_word_embeddings.*")
+        warnings.filterwarnings("ignore", message=".*fan_in_fan_out.*")
         torch.manual_seed(seed)
         model = peft.get_peft_model(base.model, config, adapter_name=roles[0])
         for role in roles[1:]:
@@ -220,6 +227,25 @@ def unfrozen_base(base: AdapterPolicy) -> Iterator[list[torch.nn.Parameter]]:
     finally:
         for parameter in parameters:
             parameter.requires_grad_(False)
+
+
+def adapter_targets(model: Any) -> list[str]:
+    """The layers an adapter adapts: every linear layer, the output layer included (peft's ``"all-linear"`` leaves
+    it out), by their last name (``["c_attn", "c_fc", "c_proj", "lm_head"]`` for GPT-2).
+
+    The output layer is what lets a role sharpen its own answer distribution: with it frozen, the logits of a base
+    whose final norm and output layer are small (a random init) can barely move, and sampled answers stay near
+    chance while greedy ones come right (docs/training.md, "Per-role adapters").
+    """
+    linear: tuple[type, ...] = (torch.nn.Linear,)
+    try:
+        from transformers.pytorch_utils import Conv1D
+
+        linear = (*linear, Conv1D)
+    except ImportError:
+        pass
+    return sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+                   if name and isinstance(module, linear)})
 
 
 def _uses_conv1d(model: Any) -> bool:

@@ -23,8 +23,8 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["GREEDY_THRESHOLD", "SAMPLED_THRESHOLD", "SANITY_ENVS", "SANITY_OVERRIDES", "SANITY_STEPS", "SanityResult",
-           "run_sanity", "sanity_config"]
+__all__ = ["ADAPTER_SETTINGS", "GREEDY_THRESHOLD", "SAMPLED_THRESHOLD", "SANITY_ENVS", "SANITY_OVERRIDES",
+           "SANITY_STEPS", "SanityResult", "run_sanity", "sanity_config"]
 
 #: The sanity envs, in the order the suite runs them.
 SANITY_ENVS = ("sanity_bandit-v0", "sanity_relay-v0", "sanity_two_turn-v0")
@@ -49,6 +49,11 @@ SANITY_SETTINGS: dict[str, Any] = {
     "plot": False,
     "progress_bar": False,
 }
+
+#: Settings of runs that train per-role LoRA adapters (``role_adapters=True``), on top of
+#: ``SANITY_SETTINGS``: LoRA's usual learning rate, ten times the full fine-tune's (an adapter's update is low-rank
+#: and starts at zero).
+ADAPTER_SETTINGS: dict[str, Any] = {"ppo.lr": 1e-3}
 
 
 #: Settings of single (env, estimator) cases, on top of ``SANITY_SETTINGS``. The SPO trackers' default signal is the
@@ -80,14 +85,15 @@ class SanityResult:
 
 def sanity_config(env_id: str, algo: str, *, output_dir: str, seed: int = 0, steps: int | None = None,
                   **overrides: Any) -> Any:
-    """The ``TrainConfig`` of one sanity run: ``SANITY_SETTINGS``, the case's ``SANITY_OVERRIDES`` and ``overrides``
-    (more field paths, e.g. ``{"ppo.lr": 1e-4}``)."""
+    """The ``TrainConfig`` of one sanity run: ``SANITY_SETTINGS``, ``ADAPTER_SETTINGS`` when it trains per-role
+    adapters, the case's ``SANITY_OVERRIDES`` and ``overrides`` (more field paths, e.g. ``{"ppo.lr": 1e-4}``)."""
     from teamgym.train.config import TrainConfig
 
     if env_id not in SANITY_STEPS:
         raise InvalidArgumentError(f"env_id={env_id!r}: the sanity envs are {list(SANITY_ENVS)}")
-    fields = {**SANITY_SETTINGS, **SANITY_OVERRIDES.get((env_id, algo), {}), "env_id": env_id, "algo": algo,
-              "seed": seed, "output_dir": output_dir,
+    adapters = ADAPTER_SETTINGS if overrides.get("role_adapters", False) else {}
+    fields = {**SANITY_SETTINGS, **adapters, **SANITY_OVERRIDES.get((env_id, algo), {}), "env_id": env_id,
+              "algo": algo, "seed": seed, "output_dir": output_dir,
               "steps": steps if steps is not None else SANITY_STEPS[env_id], **overrides}
     return TrainConfig.from_dict(fields)
 
