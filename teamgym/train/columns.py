@@ -24,6 +24,9 @@ column                      rollouts     what it holds, ``(N,)`` unless said
 ``agent_names``             both         the acting role's name (a list)
 ``prompt_ids``              both         the prompt token ids the row's agent saw (a list of lists): the state a
                                          critic scores
+``team_rewards``            trajectory   team level: ``r_t``, everything the row's step paid every agent (its reward
+                                         plus its ``others_rewards``), float64: the reward of the team's chain of
+                                         agent-turns (``marft``)
 ``agent_rewards``           trajectory   per agent: the row's reward credited as for ``agent_step_returns`` (what
                                          its agent received up to its next own turn), float64
 ``episode_returns``         trajectory   team level: the undiscounted sum of everything the episode paid
@@ -45,13 +48,13 @@ node and advances with one. Returns and the forest need one or the other; every 
 planner's step; ``discussion`` pays every agent on the round's last step); the batch keeps those payments in
 ``others_rewards`` (after the trainer's alpha mixer, each with the receiving agent's alpha).
 
-* Team level (``episode_returns`` / ``step_returns``, ``gigpo``): ``r_t`` is everything step t paid, to every
-  agent: the row's reward plus its ``others_rewards``. The team's return is then the sum of the agents' returns (the
-  env's episode summary ``returns``, summed), whichever agent's step a term arrives on; a term paid to each of N
-  agents counts N times, as each agent is paid it. This is GiGPO's ``r_t`` (ALGORITHMS.md) for the team seen as one
-  decision maker whose reward is the sum of its members'. Counting only the acting agent's reward would drop
-  whatever an env pays non-acting agents (``discussion``'s persuasion credit) and make the objective depend on which
-  step an env books a term on.
+* Team level (``episode_returns`` / ``step_returns`` / ``team_rewards``, ``gigpo``, ``marft``): ``r_t`` is everything
+  step t paid, to every agent: the row's reward plus its ``others_rewards``. The team's return is then the sum of the
+  agents' returns (the env's episode summary ``returns``, summed), whichever agent's step a term arrives on; a term
+  paid to each of N agents counts N times, as each agent is paid it. This is GiGPO's ``r_t`` (ALGORITHMS.md) for the
+  team seen as one decision maker whose reward is the sum of its members'. Counting only the acting agent's reward
+  would drop whatever an env pays non-acting agents (``discussion``'s persuasion credit) and make the objective depend
+  on which step an env books a term on.
 * Per agent (``agent_episode_returns`` / ``agent_step_returns``, ``team_gigpo``): agent a's reward at its own turn
   is what it received at that step plus everything it received on other agents' steps after that turn and before
   its next own turn: credit goes to its most recent own action. What it receives before its first own turn goes to
@@ -114,7 +117,7 @@ __all__ = [
 #: Rollout kinds, in order of preference when an estimator can use several.
 ROLLOUTS = ("tree", "trajectory")
 _TRAJECTORY_ONLY = ("episode_returns", "step_returns", "agent_episode_returns", "agent_step_returns",
-                    "agent_rewards")
+                    "agent_rewards", "team_rewards")
 _TREE_ONLY = ("tree_parents", "tree_leaf_rewards")
 #: Every column name -> the rollouts that provide it (meanings in the module docstring).
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -170,8 +173,8 @@ def batch_columns(batch: AgentTurnBatch, names: Sequence[str], *, rollout: str, 
     for name in names:
         if name in values:
             continue
-        if name == "agent_rewards":
-            values[name] = credited_rewards(batch, per_agent=True)
+        if name in ("agent_rewards", "team_rewards"):
+            values[name] = credited_rewards(batch, per_agent=name == "agent_rewards")
         elif name in _TRAJECTORY_ONLY:
             per_agent = name.startswith("agent_")
             prefix = "agent_" if per_agent else ""

@@ -49,8 +49,9 @@ class TrainConfig:
             the task's trajectories), ``dr_mas`` (groups = (task, agent) over every invocation), ``mhgpo`` (groups =
             (task, agent type), one sample per trajectory), ``gigpo``, ``team_gigpo``. Either: ``spo``,
             ``spo_per_agent`` (SPO value trackers, saved in checkpoints). Trajectory rollout with a learned critic:
-            ``turn_ppo`` (Turn-PPO: GAE over agent-turns; the ``critic`` section). See docs/training.md,
-            "Estimators".
+            ``turn_ppo`` (Turn-PPO: GAE over each role's turns; the ``critic`` section) and ``marft`` (MARFT:
+            per-role adapters, GAE over the team's turns, action-level PPO; :meth:`from_dict` fills in its recipe).
+            See docs/training.md, "Estimators".
         rollout: how each step samples: ``auto`` (default: the algo's rollout; trajectory for the SPO trackers),
             ``tree`` (``tasks_per_step`` episodes, ``tree.k`` candidates per node, advance with ``tree.strategy``)
             or ``trajectory`` (each of ``tasks_per_step`` tasks played ``group_size`` times from the same env seed,
@@ -112,8 +113,8 @@ class TrainConfig:
             adaptive-K settings).
         ppo: the policy update (:class:`teamgym.train.update.PPOConfig`: optimizer, clipping, loss aggregation, KL
             and entropy).
-        critic: Turn-PPO's critic and GAE (:class:`teamgym.train.sections.CriticConfig`: gamma, lambda, learning
-            rate, value clipping), for ``algo="turn_ppo"``.
+        critic: the learned critic and its GAE (:class:`teamgym.train.sections.CriticConfig`: gamma, lambda,
+            learning rate, value clipping), for ``algo="turn_ppo"`` and ``algo="marft"``.
         vllm: the vLLM engines per model when ``sampling.backend="vllm"``
             (:class:`teamgym.rollout.samplers.VLLMSettings`).
         sft_steps: warm-start SFT steps on the preset's scripted demonstrations before RL (0 = none).
@@ -297,6 +298,11 @@ class TrainConfig:
                 f"{usable_names_text(self.rollout)}"
             )
         make_estimator(self)  # the estimator's own checks (spo_reward, the tracker's rho)
+        if spec_for(self.algo).role_adapters and not self.role_adapters:
+            raise InvalidArgumentError(
+                f"config field role_adapters=False with algo={self.algo!r}: it trains one LoRA adapter per role on a "
+                "shared base; set role_adapters=True (TrainConfig.from_dict and the CLI do when it is left unset)"
+            )
         mode = self.rollout_mode
         if self.algo in ("gigpo", "team_gigpo") and self.group_size < 2:
             raise InvalidArgumentError(
@@ -354,8 +360,15 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> TrainConfig:
         """Build from a dict of field paths (nested section objects, ``"section.field"`` keys, or the flat names of
-        :data:`LEGACY_NAMES`), naming unknown fields and the closest known ones."""
+        :data:`LEGACY_NAMES`), naming unknown fields and the closest known ones. The fields it leaves unset take
+        the algo's recipe (its :class:`~teamgym.train.estimators.EstimatorSpec`'s ``defaults``, e.g. ``marft``'s
+        ``ppo.ratio="action"``), then the dataclass defaults."""
+        from teamgym.train.estimators import ESTIMATORS  # here, not at the top: the estimators need torch
+
         paths = normalize_paths(values)
+        algo = paths.get("algo", cls.__dataclass_fields__["algo"].default)
+        if isinstance(algo, str) and algo in ESTIMATORS:
+            paths = {**ESTIMATORS[algo].defaults, **paths}
         top: dict[str, Any] = {}
         parts: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
         for path, value in paths.items():

@@ -1,5 +1,5 @@
-"""Turn-PPO's learned critic (``--algo turn_ppo``): a small separate model that scores the state of each agent-turn,
-and the estimator that turns its values into GAE advantages and trains it.
+"""The learned critics of ``--algo turn_ppo`` and ``--algo marft``: a small separate model that scores the state of each
+agent-turn, and the estimators that turn its values into GAE advantages and train it.
 
 Turn-PPO (arXiv 2512.17008; no public code, details unverified) is PPO on a turn-level MDP with a learned critic and
 GAE over turns (gamma 0.99, lambda 0.9). Here:
@@ -21,6 +21,16 @@ GAE over turns (gamma 0.99, lambda 0.9). Here:
   value loss (:func:`teamgym.algos.value_loss`) towards the returns -> the advantages, whitened (``critic.whiten``).
   The critic and its Adam state are the estimator's state: every checkpoint holds them and ``--resume`` restores
   them exactly.
+
+MARFT (arXiv 2504.16129; its code, ``SII-MARFT/MARFT``, read for the details) differs in the chain
+(:class:`TeamCriticEstimator`): its agents act one after another within a step of a Flex-MG, each seeing the actions
+before it, and its critic values ``V(s, a^{1:i-1})``, the state each agent acts in; GAE then runs over the team's
+whole sequence of agent-turns (agent 1, agent 2, ... of step t, then step t + 1), gamma and lambda applying between
+agents too (its defaults: 0.99 and 0.95). Here that chain is the episode's rows in step order (each env step is one
+agent's turn, the env choosing who acts next), the state is the prompt the acting agent saw (which holds its
+partners' earlier actions) and its role, and a turn's reward is what its step paid the team (the ``team_rewards``
+column; MARFT's math env pays the team's score on the last agent's turn). docs/training.md, "MARFT", lists the
+differences from MARFT's code.
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ from teamgym.errors import InvalidArgumentError
 from teamgym.train.columns import Columns
 from teamgym.train.sections import CriticConfig
 
-__all__ = ["CriticEstimator", "TurnCritic"]
+__all__ = ["CriticEstimator", "TeamCriticEstimator", "TurnCritic"]
 
 _MIX = 2654435761  # Knuth's multiplicative hash: neighbouring token ids land in distant buckets
 
@@ -78,7 +88,8 @@ class TurnCritic(nn.Module):
 
 
 class CriticEstimator:
-    """``turn_ppo``: GAE advantages over agent-turns from a learned critic, trained on each batch (module docstring).
+    """``turn_ppo``: GAE advantages over each role's agent-turns from a learned critic, trained on each batch (module
+    docstring).
 
     Args:
         config: the ``critic`` section.
@@ -111,9 +122,8 @@ class CriticEstimator:
         features = self.critic.features(columns["prompt_ids"], columns["agent_names"])
         with torch.no_grad():
             old_values = self.critic(*features)  # (N,)
-        chains = combine_ids(columns["episode_ids"], columns["agent_ids"])
-        advantages, returns = turn_gae(columns["agent_rewards"], old_values, chains, columns["steps"],
-                                       gamma=c.gamma, lam=c.lam)
+        rewards, chains = self.chains(columns)
+        advantages, returns = turn_gae(rewards, old_values, chains, columns["steps"], gamma=c.gamma, lam=c.lam)
         returns = returns.to(old_values.dtype)
         losses = []
         for _ in range(c.epochs):
@@ -135,6 +145,11 @@ class CriticEstimator:
             advantages = whiten(advantages)
         return advantages.to(torch.float32)
 
+    def chains(self, columns: Columns) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(rewards, chain ids)`` of the rows for the GAE: each role's own turns in its episode, credited with what
+        its agent received up to its next own turn."""
+        return columns["agent_rewards"], combine_ids(columns["episode_ids"], columns["agent_ids"])
+
     def state_dict(self) -> dict[str, Any]:
         return {"name": self.name, "critic": self.critic.state_dict(), "optimizer": self.optimizer.state_dict()}
 
@@ -146,6 +161,19 @@ class CriticEstimator:
             )
         self.critic.load_state_dict(state["critic"])
         self.optimizer.load_state_dict(state["optimizer"])
+
+
+class TeamCriticEstimator(CriticEstimator):
+    """``marft``: GAE over the team's sequence of agent-turns in each episode, from the shared critic's
+    ``V(s, a^{1:i-1})`` (module docstring); the critic, its training and its state as :class:`CriticEstimator`'s."""
+
+    name = "marft"
+    columns = ("team_rewards", "episode_ids", "steps", "prompt_ids", "agent_names")
+
+    def chains(self, columns: Columns) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(rewards, chain ids)``: one chain per episode, every agent's turns in step order, each credited with
+        what its step paid the team."""
+        return columns["team_rewards"], columns["episode_ids"]
 
 
 def whiten(values: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:

@@ -50,7 +50,7 @@ SANITY_SETTINGS: dict[str, Any] = {
     "progress_bar": False,
 }
 
-#: Settings of runs that train per-role LoRA adapters (``role_adapters=True``), on top of
+#: Settings of runs that train per-role LoRA adapters (``role_adapters=True``, and ``marft``), on top of
 #: ``SANITY_SETTINGS``: LoRA's usual learning rate, ten times the full fine-tune's (an adapter's update is low-rank
 #: and starts at zero).
 ADAPTER_SETTINGS: dict[str, Any] = {"ppo.lr": 1e-3}
@@ -88,10 +88,11 @@ def sanity_config(env_id: str, algo: str, *, output_dir: str, seed: int = 0, ste
     """The ``TrainConfig`` of one sanity run: ``SANITY_SETTINGS``, ``ADAPTER_SETTINGS`` when it trains per-role
     adapters, the case's ``SANITY_OVERRIDES`` and ``overrides`` (more field paths, e.g. ``{"ppo.lr": 1e-4}``)."""
     from teamgym.train.config import TrainConfig
+    from teamgym.train.estimators import spec_for
 
     if env_id not in SANITY_STEPS:
         raise InvalidArgumentError(f"env_id={env_id!r}: the sanity envs are {list(SANITY_ENVS)}")
-    adapters = ADAPTER_SETTINGS if overrides.get("role_adapters", False) else {}
+    adapters = ADAPTER_SETTINGS if overrides.get("role_adapters", spec_for(algo).role_adapters) else {}
     fields = {**SANITY_SETTINGS, **adapters, **SANITY_OVERRIDES.get((env_id, algo), {}), "env_id": env_id,
               "algo": algo, "seed": seed, "output_dir": output_dir,
               "steps": steps if steps is not None else SANITY_STEPS[env_id], **overrides}

@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
 from teamgym.rollout.settings import BACKENDS
 
-__all__ = ["AGGREGATIONS", "KL_REFERENCES", "CriticConfig", "PPOConfig", "SamplingConfig"]
+__all__ = ["AGGREGATIONS", "KL_REFERENCES", "RATIOS", "CriticConfig", "PPOConfig", "SamplingConfig"]
 
 #: The loss aggregations of ``teamgym.algos.aggregate``, spelled here so that the config loads without torch (a test
 #: keeps the two equal).
 AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+
+#: What one PPO ratio covers (``ppo.ratio``).
+RATIOS = ("token", "action")
 
 #: What the KL term is taken against (``ppo.kl_reference``).
 KL_REFERENCES = ("sampler", "reference")
@@ -60,6 +63,9 @@ class PPOConfig:
         clip_low: PPO lower clip (0.2).
         clip_high: PPO upper clip (0.2 PPO; 0.28 DAPO clip-higher).
         dual_clip: dual-clip bound for negative advantages (AT-GRPO: 3.0; None disables).
+        ratio: what one PPO ratio covers: ``token`` (each token's, as PPO for LLMs usually does) or ``action`` (one
+            per completion, ``exp`` of its summed token log-prob difference: MARFT's action-level PPO, with
+            ``aggregation="seq-mean-token-mean"`` one clipped term per action).
         aggregation: loss aggregation of every loss term: ``token-mean`` (DAPO) | ``seq-mean-token-mean`` (GRPO) |
             ``seq-mean-token-sum-norm`` (Dr.GRPO: each sequence's token sum divided by the completion budget, a
             constant). The loss is the same whatever ``micro_batch_size``.
@@ -83,6 +89,7 @@ class PPOConfig:
     clip_low: float = 0.2
     clip_high: float = 0.2
     dual_clip: float | None = 3.0
+    ratio: str = "token"
     aggregation: str = "token-mean"
     kl_coef: float = 0.0
     kl_reference: str = "sampler"
@@ -104,6 +111,7 @@ class PPOConfig:
         if self.dual_clip is not None and not (isinstance(self.dual_clip, (int, float)) and self.dual_clip > 1):
             raise InvalidArgumentError(f"config field ppo.dual_clip={self.dual_clip!r}: expected a float > 1 "
                                        "(AT-GRPO: 3.0) or None")
+        check_choice("ppo.ratio", self.ratio, RATIOS)
         check_choice("ppo.aggregation", self.aggregation, AGGREGATIONS)
         check_choice("ppo.kl_reference", self.kl_reference, KL_REFERENCES)
         if not isinstance(self.role_lr, dict):
@@ -118,12 +126,12 @@ class PPOConfig:
 
 @dataclass(frozen=True)
 class CriticConfig:
-    """Turn-PPO's critic and its GAE over agent-turns (``algo="turn_ppo"``; the other estimators ignore it).
+    """The learned critic and its GAE over agent-turns (``algo="turn_ppo"`` and ``"marft"``; the others ignore it).
 
     Attributes:
         gamma: discount per agent-turn of the GAE (Turn-PPO: 0.99), in [0, 1]; each role's next own turn is one
             gamma away.
-        lam: GAE's lambda (Turn-PPO: 0.9), in [0, 1].
+        lam: GAE's lambda (Turn-PPO: 0.9; ``marft``'s recipe sets MARFT's 0.95), in [0, 1].
         lr: Adam learning rate of the critic (1e-3).
         epochs: full-batch critic updates per rollout batch, each after the advantages are computed (4).
         value_clip: clip range of the value loss around the values the advantages used (0.2); None: no clipping.

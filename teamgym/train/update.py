@@ -1,4 +1,5 @@
-"""One policy-gradient update over an agent-turn batch: PPO-clip from ``teamgym.algos``, micro-batched.
+"""One policy-gradient update over an agent-turn batch: PPO-clip from ``teamgym.algos``, micro-batched, with one ratio
+per token or, ``ppo.ratio="action"``, per completion (:func:`action_logprobs`).
 
 Each role's rows go to the model that generated them (one model for all roles when it is shared), whose optimizer is
 keyed by the model's name (``shared`` or the role); then each optimizer steps once per epoch.
@@ -26,7 +27,7 @@ from teamgym.rollout.hf import HFPolicy
 from teamgym.train.reference import ReferencePolicies
 from teamgym.train.sections import KL_REFERENCES, PPOConfig
 
-__all__ = ["KL_REFERENCES", "PPOConfig", "UpdateStats", "policy_update", "pad_logprobs"]
+__all__ = ["KL_REFERENCES", "PPOConfig", "UpdateStats", "action_logprobs", "policy_update", "pad_logprobs"]
 
 
 @dataclass
@@ -91,7 +92,8 @@ def policy_update(batch: AgentTurnBatch, advantages: torch.Tensor, policies: Map
             logprobs, entropy, mask = policy.score(prompts, completions, temperature=temperature)
             old = pad_logprobs([batch.logprobs[i] for i in chunk], logprobs.shape[1]).to(logprobs.device)
             adv = advantages[chunk].to(logprobs.device)
-            result = ppo_clip_loss(logprobs, old, adv, mask, clip_low=ppo.clip_low, clip_high=ppo.clip_high,
+            new_ratio, old_ratio = (logprobs, old) if ppo.ratio == "token" else action_logprobs(logprobs, old, mask)
+            result = ppo_clip_loss(new_ratio, old_ratio, adv, mask, clip_low=ppo.clip_low, clip_high=ppo.clip_high,
                                    dual_clip=ppo.dual_clip, aggregation=ppo.aggregation, norm_length=norm_length)
             sampler_kl = kl_penalty(logprobs, old)  # (B, T)
             reference_kl = None
@@ -118,6 +120,17 @@ def policy_update(batch: AgentTurnBatch, advantages: torch.Tensor, policies: Map
         stats.grad_norm = max(stats.grad_norm, float(torch.nn.utils.clip_grad_norm_(params, ppo.max_grad_norm)))
         optimizer.step()
     return stats
+
+
+def action_logprobs(logprobs: torch.Tensor, old_logprobs: torch.Tensor,
+                    mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``ppo.ratio="action"`` (MARFT's action-level PPO): each row's summed token log-probs, the action's, at every
+    token of the row, ``(B, T)`` each. PPO-clip over them then clips one ratio per action, the same at each of its
+    tokens; a per-row aggregation (``seq-mean-token-mean``) makes that one term per action."""
+    mask = mask.to(logprobs.dtype)
+    new = (logprobs * mask).sum(dim=1, keepdim=True).expand_as(logprobs)
+    old = (old_logprobs * mask).sum(dim=1, keepdim=True).expand_as(old_logprobs)
+    return new, old
 
 
 def _extra_terms(ppo: PPOConfig, entropy: torch.Tensor, kl: torch.Tensor) -> torch.Tensor | None:
