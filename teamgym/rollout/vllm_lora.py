@@ -107,7 +107,9 @@ class VLLMAdapters:
         lora_id = self._next_id
         self._next_id += 1
         parent = self._dir / f"v{lora_id}"
-        self.model.save_pretrained(str(parent), selected_adapters=[role])  # writes <parent>/<role>/ (not "default")
+        # writes <parent>/<role>/ (not "default"); the adapter only: peft would add the output layer's frozen base
+        # weights (vocabulary x width, the engine's already) because the adapter targets that layer
+        self.model.save_pretrained(str(parent), selected_adapters=[role], save_embedding_layers=False)
         path = parent / role if (parent / role).is_dir() else parent
         request = self.lora_request_cls(f"{role}-v{lora_id}", lora_id, str(path))
         engine = self.engine.llm.llm_engine

@@ -33,8 +33,9 @@ ROLES = ["coder", "tester"]
 GREEDY = SamplingParams(temperature=0.0, max_tokens=12)
 
 
-def tiny_llama_checkpoint(path: Path, seed: int = 0) -> str:
-    """A 2-layer Llama with the character tokenizer, saved to ``path`` (float32)."""
+def tiny_llama_checkpoint(path: Path, seed: int = 0, *, tied: bool = False) -> str:
+    """A 2-layer Llama with the character tokenizer, saved to ``path`` (float32); ``tied``: its output layer is its
+    input embeddings (as Qwen2.5-0.5B's)."""
     import transformers
 
     from teamgym.rollout.tiny import char_tokenizer
@@ -43,7 +44,7 @@ def tiny_llama_checkpoint(path: Path, seed: int = 0) -> str:
     config = transformers.LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
         num_key_value_heads=2, max_position_embeddings=512, bos_token_id=tokenizer.eos_token_id,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False)
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=tied)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = transformers.LlamaForCausalLM(config)
@@ -52,18 +53,21 @@ def tiny_llama_checkpoint(path: Path, seed: int = 0) -> str:
     return str(path)
 
 
-def perturb(policy, *, adapter: str | None, scale: float, seed: int) -> None:
-    """Move one adapter's weights (``None``: the base's), as an update would."""
+def perturb(policy, *, adapter: str | None, scale: float, seed: int, layer: str = "") -> None:
+    """Move one adapter's weights (``None``: the base's), as an update would; ``layer``: only that layer's."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, param in policy.model.named_parameters():
-            if adapter_of(name) == adapter and (adapter is None or "lora_B" in name):
+            moves = adapter is None or "lora_B" in name
+            if adapter_of(name) == adapter and moves and (not layer or f".{layer}." in name):
                 param.add_(scale * torch.randn(param.shape, generator=generator))
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    return tiny_llama_checkpoint(tmp_path_factory.mktemp("llama"))
+    """Tied input and output embeddings (as Qwen2.5-0.5B's): the adapters' output-layer part must reach vLLM there
+    too (one engine per process at a time: closing one tears down vLLM's process-wide state, so one checkpoint)."""
+    return tiny_llama_checkpoint(tmp_path_factory.mktemp("llama"), tied=True)
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +112,7 @@ def test_an_update_loads_the_changed_adapter_as_a_new_version(setup):
     engine = adapters.engine.llm.llm_engine
     before = dict(adapters.requests)
     old_tokens = greedy(samplers.by_role["coder"])
-    perturb(policies["coder"], adapter="coder", scale=0.5, seed=7)
+    perturb(policies["coder"], adapter="coder", scale=0.5, seed=7, layer="lm_head")  # the output layer's part only
     samplers.sync(base=False)
     after = adapters.requests
     assert after["tester"] is before["tester"]  # unchanged: not reloaded
