@@ -43,15 +43,20 @@ def test_at_grpo_learns_the_bandit_from_random_init():
 
 #: Cases that do not reach the thresholds in the stated steps (``python -m teamgym.train.sanity``; the table is in
 #: docs/training.md): open findings, not settled behaviour, marked as expected failures so that a fix shows as an
-#: unexpected pass. None since TreeRL's per-node weighting (``samples="nodes"``) made it learn the relay.
-NOT_YET_LEARNING: set[tuple[str, str]] = set()
+#: unexpected pass. ``marft`` on the relay: with one adapter per role on a random base and a trajectory rollout, the
+#: listener settles on one or two answers before the speaker has learned the cues, and never samples the others
+#: again (75% / 75%; ``grpo`` and ``turn_ppo`` with ``role_adapters=True`` end at 25% too, ``at_grpo``'s tree passes).
+NOT_YET_LEARNING: dict[tuple[str, str], str] = {
+    ("sanity_relay-v0", "marft"): "separate adapters on a random base: the listener collapses before the speaker "
+                                  "learns (open finding, docs/training.md)",
+}
 
 
 def _grid():
     for env_id in sanity.SANITY_ENVS:
         for algo in sorted(ESTIMATORS):
-            marks = [pytest.mark.xfail(reason="collapses onto a wrong answer for some cues (open finding)",
-                                       strict=False)] if (env_id, algo) in NOT_YET_LEARNING else []
+            reason = NOT_YET_LEARNING.get((env_id, algo))
+            marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
             yield pytest.param(env_id, algo, marks=marks, id=f"{env_id}-{algo}")
 
 
