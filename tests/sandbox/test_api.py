@@ -181,8 +181,14 @@ def test_a_venv_stays_out_of_the_jail(tmp_path, where):
     parent = Path(tempfile.mkdtemp(dir="/tmp" if where == "tmp" else "/var/tmp", prefix="teamgym-venv-probe-"))
     try:
         venv = parent / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-                       check=True)
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        # The probe venv sees this process's packages (teamgym's dependencies, mpmath): a venv made from a venv is
+        # based on the base interpreter, whose own site-packages are bare on a fresh machine.
+        inner = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path("
+                                "'purelib'))"], capture_output=True, text=True, check=True).stdout.strip()
+        outer = [path for path in sys.path if path.endswith(("site-packages", "dist-packages"))]
+        (Path(inner) / "teamgym_probe_outer.pth").write_text(
+            "".join(f"import site; site.addsitedir({path!r})\n" for path in outer), encoding="utf-8")
         probe = (
             "import json, teamgym.sandbox as s\n"
             "box = s.Sandbox(1, packages=('mpmath',))\n"
