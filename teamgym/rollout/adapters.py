@@ -137,10 +137,16 @@ class AdapterPolicy(HFPolicy):
         expected = set(self.weights())
         if set(state) != expected:
             stray = sorted(set(state) - expected)[:3]
-            missing = sorted(expected - set(state))[:3]
+            missing = sorted(expected - set(state))
+            if missing and not stray and all(".lm_head." in key for key in missing):
+                raise CheckpointError(
+                    f"the checkpoint's adapter {self.adapter!r} has no weights for the output layer (lm_head): it was "
+                    "written before per-role adapters adapted the output layer, and cannot be resumed by this "
+                    "version; start the run again (or resume it with the teamgym version that wrote it)"
+                )
             raise CheckpointError(
                 f"the checkpoint's weights for {self.name!r} do not fit adapter {self.adapter!r} "
-                f"(unexpected {stray}, missing {missing}): resume with the run's own config.json"
+                f"(unexpected {stray}, missing {missing[:3]}): resume with the run's own config.json"
             )
         self.model.load_state_dict(dict(state), strict=False)
 

@@ -96,7 +96,9 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.resume and saved.exists():
         values.update(normalize_paths(json.loads(saved.read_text(encoding="utf-8"))))
     if args.config_file:
-        values.update(normalize_paths(TrainConfig.from_file(args.config_file).to_dict()))
+        TrainConfig.from_file(args.config_file)  # a bad file is refused here, naming its bad value
+        # its own keys only, so that the fields it leaves unset still take the algo's recipe, then the defaults
+        values.update(normalize_paths(json.loads(Path(args.config_file).read_text(encoding="utf-8"))))
     overrides: dict[str, Any] = {}
     for item in args.overrides:
         name, sep, raw = item.partition("=")

@@ -65,7 +65,7 @@ class PPOConfig:
         dual_clip: dual-clip bound for negative advantages (AT-GRPO: 3.0; None disables).
         ratio: what one PPO ratio covers: ``token`` (each token's, as PPO for LLMs usually does) or ``action`` (one
             per completion, ``exp`` of its summed token log-prob difference: MARFT's action-level PPO, with
-            ``aggregation="seq-mean-token-mean"`` one clipped term per action).
+            ``aggregation="seq-mean-token-mean"``, which it needs, one clipped term per action).
         aggregation: loss aggregation of every loss term: ``token-mean`` (DAPO) | ``seq-mean-token-mean`` (GRPO) |
             ``seq-mean-token-sum-norm`` (Dr.GRPO: each sequence's token sum divided by the completion budget, a
             constant). The loss is the same whatever ``micro_batch_size``.
@@ -113,6 +113,11 @@ class PPOConfig:
                                        "(AT-GRPO: 3.0) or None")
         check_choice("ppo.ratio", self.ratio, RATIOS)
         check_choice("ppo.aggregation", self.aggregation, AGGREGATIONS)
+        if self.ratio == "action" and self.aggregation != "seq-mean-token-mean":
+            raise InvalidArgumentError(
+                f"config fields ppo.ratio='action' with ppo.aggregation={self.aggregation!r}: an action's one ratio "
+                "would count once per token of it; set ppo.aggregation='seq-mean-token-mean' (one term per action)"
+            )
         check_choice("ppo.kl_reference", self.kl_reference, KL_REFERENCES)
         if not isinstance(self.role_lr, dict):
             raise InvalidArgumentError(f"config field ppo.role_lr={self.role_lr!r}: expected a dict of role -> lr")

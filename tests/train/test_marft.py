@@ -97,10 +97,29 @@ def test_from_dict_fills_in_marfts_recipe_and_what_a_config_sets_wins():
     assert not other.role_adapters and other.critic.lam == 0.9 and other.ppo.ratio == "token"
 
 
+def test_a_config_file_leaves_the_recipe_to_the_fields_it_does_not_set(tmp_path):
+    import argparse
+    import json
+
+    from teamgym.train.cli import add_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"steps": 3, "critic": {"lam": 0.8}}))
+    config = config_from_args(parser.parse_args(["--config", str(path), "--algo", "marft"]))
+    assert config.steps == 3 and config.critic.lam == 0.8  # the file's own fields
+    assert config.role_adapters and config.ppo.ratio == "action"  # the rest: the recipe
+    path.write_text(json.dumps({"algo": "marft"}))
+    other = config_from_args(parser.parse_args(["--config", str(path), "--algo", "turn_ppo"]))
+    assert not other.role_adapters and other.ppo.ratio == "token" and other.critic.lam == 0.9
+
+
 @pytest.mark.parametrize(("values", "message"), [
     ({"algo": "marft", "role_adapters": False}, r"role_adapters=False with algo='marft'.*set role_adapters=True"),
     ({"algo": "marft", "rollout": "tree"}, r"rollout='tree' cannot feed algo='marft'.*'trajectory'"),
     ({"ppo.ratio": "sequence"}, r"ppo.ratio='sequence': expected one of token, action"),
+    ({"ppo.ratio": "action"}, r"ppo.ratio='action' with ppo.aggregation='token-mean'.*'seq-mean-token-mean'"),
 ])
 def test_bad_marft_settings_name_the_value_and_the_fix(values, message):
     with pytest.raises(InvalidArgumentError, match=message):

@@ -107,10 +107,23 @@ def test_each_adapter_adapts_the_output_layer_too():
     base = HFPolicy.tiny(n_layer=1, n_embd=16, n_head=1)
     assert adapter_targets(base.model) == ["c_attn", "c_fc", "c_proj", "lm_head"]
     policies = role_adapter_policies(base, ["coder", "tester"], rank=2)
-    trainable = {name for name, p in policies["coder"].model.named_parameters() if p.requires_grad}
+    model = policies["coder"].model
     for role in ("coder", "tester"):
-        assert {f"base_model.model.lm_head.lora_{side}.{role}.weight" for side in "AB"} <= trainable
-    assert not {name for name in trainable if adapter_of(name) is None}  # the base, output layer included, frozen
+        owned = {name for name, _ in model.named_parameters() if adapter_of(name) == role}
+        assert {f"base_model.model.lm_head.lora_{side}.{role}.weight" for side in "AB"} <= owned
+        assert {id(p) for p in policies[role].trainable_parameters()} == {
+            id(p) for name, p in model.named_parameters() if name in owned}  # what its optimizer steps
+    unfrozen = [name for name, p in model.named_parameters() if adapter_of(name) is None and p.requires_grad]
+    assert not unfrozen  # the base, output layer included, stays frozen
+
+
+def test_a_checkpoint_without_the_output_layers_adapter_is_refused_naming_why():
+    from teamgym.errors import CheckpointError
+
+    policy = role_adapter_policies(HFPolicy.tiny(n_layer=1, n_embd=16, n_head=1), ["coder"], rank=2)["coder"]
+    old = {k: v for k, v in policy.weights().items() if ".lm_head." not in k}  # before the output layer was adapted
+    with pytest.raises(CheckpointError, match=r"no weights for the output layer \(lm_head\).*start the run again"):
+        policy.load_weights(old)
 
 
 def test_adapters_on_a_random_base_learn_the_bandit():
