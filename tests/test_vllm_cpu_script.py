@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.venvs import venv_with_these_packages
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "test_vllm_cpu.sh"
 
@@ -33,7 +35,7 @@ def _site_packages(venv: Path) -> Path:
 def test_the_vllm_venv_sees_the_project_venvs_packages(tmp_path):
     project = tmp_path / "project-venv"
     # A project venv: this interpreter's packages (pytest, torch) plus one installed in the venv alone.
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(project)], check=True)
+    venv_with_these_packages(project)
     probe = _site_packages(project) / "only_in_the_project_venv"
     probe.mkdir()
     (probe / "__init__.py").write_text("")

@@ -33,7 +33,8 @@ from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_
 from teamgym.rollout.settings import TreeSampling, VLLMSettings
 from teamgym.train.sections import CriticConfig, PPOConfig, SamplingConfig
 
-__all__ = ["LEGACY_NAMES", "SamplingConfig", "TrainConfig", "field_docs", "field_paths", "normalize_paths"]
+__all__ = ["ALGO_RECIPES", "LEGACY_NAMES", "SamplingConfig", "TrainConfig", "field_docs", "field_paths",
+           "normalize_paths"]
 
 
 @dataclass
@@ -361,14 +362,12 @@ class TrainConfig:
     def from_dict(cls, values: Mapping[str, Any]) -> TrainConfig:
         """Build from a dict of field paths (nested section objects, ``"section.field"`` keys, or the flat names of
         :data:`LEGACY_NAMES`), naming unknown fields and the closest known ones. The fields it leaves unset take
-        the algo's recipe (its :class:`~teamgym.train.estimators.EstimatorSpec`'s ``defaults``, e.g. ``marft``'s
-        ``ppo.ratio="action"``), then the dataclass defaults."""
-        from teamgym.train.estimators import ESTIMATORS  # here, not at the top: the estimators need torch
-
+        the algo's recipe (:data:`ALGO_RECIPES`, e.g. ``marft``'s ``ppo.ratio="action"``), then the dataclass
+        defaults."""
         paths = normalize_paths(values)
         algo = paths.get("algo", cls.__dataclass_fields__["algo"].default)
-        if isinstance(algo, str) and algo in ESTIMATORS:
-            paths = {**ESTIMATORS[algo].defaults, **paths}
+        if isinstance(algo, str) and algo in ALGO_RECIPES:
+            paths = {**ALGO_RECIPES[algo], **paths}
         top: dict[str, Any] = {}
         parts: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
         for path, value in paths.items():
@@ -394,6 +393,17 @@ class TrainConfig:
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+#: Each algo's recipe, ``{algo: {field path: value}}``: what :meth:`TrainConfig.from_dict` fills in for the fields a
+#: config leaves unset. Here, not with the estimators, so that a config loads (and a bad one is refused) without torch;
+#: :func:`teamgym.train.estimators.register_estimator` adds a spec's ``defaults``.
+ALGO_RECIPES: dict[str, dict[str, Any]] = {
+    # MARFT's (its code's defaults): per-role adapters, GAE lambda 0.95, action-level PPO (one ratio per completion,
+    # averaged per action), entropy 0.01, PPO's plain clip
+    "marft": {"role_adapters": True, "critic.lam": 0.95, "ppo.ratio": "action",
+              "ppo.aggregation": "seq-mean-token-mean", "ppo.entropy_coef": 0.01, "ppo.dual_clip": None},
+}
 
 
 #: The sections of :class:`TrainConfig`: field name -> its dataclass.

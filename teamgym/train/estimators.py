@@ -82,12 +82,13 @@ local terms under ``mixed``; to track the team's outcome use ``spo_reward="succe
 clipped value loss; ``agent_rewards``, ``episode_ids``, ``agent_ids``, ``steps`` and the state's ``prompt_ids`` and
 ``agent_names``. :mod:`teamgym.train.critic` says what the critic sees and why it is a separate model.
 
-**MARFT** (trajectory rollout): ``marft`` (arXiv 2504.16129): agent-level PPO of one LoRA adapter per role on a
-shared frozen base (``role_adapters``, which it needs), with the same kind of shared critic valuing the state each agent
-acts in, ``V(s, a^{1:i-1})``, and GAE over the team's sequence of agent-turns in each episode (``critic.lam`` 0.95);
-``team_rewards``, ``episode_ids``, ``steps``, ``prompt_ids`` and ``agent_names``. Its spec's ``defaults`` carry the
-rest of its recipe (one PPO ratio per action, an entropy bonus of 0.01, no dual clip): ``TrainConfig.from_dict``
-(hence the CLI and config files) applies them to the fields a config leaves unset.
+**MARFT** (trajectory rollout): ``marft`` (arXiv 2504.16129): agent-level PPO of one LoRA adapter per role on a shared
+frozen base (``role_adapters``, which it needs), with the same kind of shared critic valuing the state each agent acts
+in, ``V(s, a^{1:i-1})``, and GAE over the team's sequence of agent-turns in each episode (``critic.lam`` 0.95);
+``team_rewards``, ``episode_ids``, ``steps``, ``prompt_ids`` and ``agent_names``. Its spec's ``defaults`` (its entry
+of :data:`teamgym.train.config.ALGO_RECIPES`) carry the rest of its recipe (one PPO ratio per action, an entropy bonus
+of 0.01, no dual clip): ``TrainConfig.from_dict`` (hence the CLI and config files) applies them to the fields a config
+leaves unset.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ from teamgym.algos import BetaValueTracker, PerAgentValueTracker, combine_ids, d
 from teamgym.errors import InvalidArgumentError, RegistrationError, UnknownNameError, check_choice
 from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.train.columns import COLUMNS, ROLLOUTS, Columns, batch_columns
+from teamgym.train.config import ALGO_RECIPES
 from teamgym.train.critic import CriticEstimator, TeamCriticEstimator
 
 if TYPE_CHECKING:
@@ -295,7 +297,7 @@ class EstimatorSpec:
             ``role_adapters=True`` (which ``defaults`` then holds).
         defaults: ``{field path: value}``, the rest of the algorithm's recipe: ``TrainConfig.from_dict`` applies each
             to a config that leaves the field unset (a ``TrainConfig(...)`` built directly keeps the dataclass
-            defaults).
+            defaults); :func:`register_estimator` puts it in :data:`teamgym.train.config.ALGO_RECIPES`.
     """
 
     rollouts: tuple[str, ...]
@@ -349,13 +351,9 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
     "spo_per_agent": _spo("spo_per_agent"),
     "turn_ppo": EstimatorSpec(CriticEstimator.rollouts, lambda config: CriticEstimator(config.critic,
                                                                                        seed=config.seed)),
-    # MARFT's recipe (its code's defaults): GAE lambda 0.95, action-level PPO (one ratio per completion, from its
-    # summed token log-probs, averaged per action), entropy 0.01, PPO's plain clip
     "marft": EstimatorSpec(
         TeamCriticEstimator.rollouts, lambda config: TeamCriticEstimator(config.critic, seed=config.seed),
-        role_adapters=True,
-        defaults={"role_adapters": True, "critic.lam": 0.95, "ppo.ratio": "action",
-                  "ppo.aggregation": "seq-mean-token-mean", "ppo.entropy_coef": 0.01, "ppo.dual_clip": None}),
+        role_adapters=True, defaults=ALGO_RECIPES["marft"]),
 }
 
 
@@ -366,6 +364,10 @@ def register_estimator(name: str, spec: EstimatorSpec, *, overwrite: bool = Fals
         raise RegistrationError(f"an estimator named {name!r} is already registered: pick another name or pass "
                                 "overwrite=True")
     ESTIMATORS[name] = spec
+    if spec.defaults:
+        ALGO_RECIPES[name] = dict(spec.defaults)
+    else:
+        ALGO_RECIPES.pop(name, None)
 
 
 def make_estimator(config: TrainConfig) -> Estimator:

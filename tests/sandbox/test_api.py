@@ -15,6 +15,7 @@ import teamgym
 import teamgym.sandbox as sandbox
 from teamgym.errors import InvalidArgumentError, SandboxError
 from teamgym.sandbox import STATUSES, ExecResult, Job, Sandbox
+from tests.support.venvs import venv_with_these_packages
 
 from .conftest import server_pids, wait_clean
 
@@ -175,20 +176,12 @@ def test_a_venv_stays_out_of_the_jail(tmp_path, where):
     """Run from a virtual environment (under /tmp, or a folder like a home's), the sandbox keeps full isolation and
     its jobs see neither the venv nor its parent folders: servers run the venv's base interpreter."""
     import subprocess
-    import sys
     import tempfile
 
     parent = Path(tempfile.mkdtemp(dir="/tmp" if where == "tmp" else "/var/tmp", prefix="teamgym-venv-probe-"))
     try:
         venv = parent / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        # The probe venv sees this process's packages (teamgym's dependencies, mpmath): a venv made from a venv is
-        # based on the base interpreter, whose own site-packages are bare on a fresh machine.
-        inner = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path("
-                                "'purelib'))"], capture_output=True, text=True, check=True).stdout.strip()
-        outer = [path for path in sys.path if path.endswith(("site-packages", "dist-packages"))]
-        (Path(inner) / "teamgym_probe_outer.pth").write_text(
-            "".join(f"import site; site.addsitedir({path!r})\n" for path in outer), encoding="utf-8")
+        venv_with_these_packages(venv)  # teamgym's dependencies and mpmath
         probe = (
             "import json, teamgym.sandbox as s\n"
             "box = s.Sandbox(1, packages=('mpmath',))\n"
