@@ -13,6 +13,7 @@ import pytest
 from teamgym import cli
 from teamgym.contrib.scaffold import EnvNames, new_env_package
 from teamgym.errors import InvalidArgumentError
+from tests.support.venvs import venv_with_these_packages
 
 ROOT = Path(__file__).resolve().parents[2]
 RUFF = shutil.which("ruff")
@@ -107,9 +108,10 @@ def test_a_family_in_a_checkout_is_registered_documented_and_fingerprinted(tmp_p
 def test_in_a_fresh_venv_new_env_install_and_check_exit_0(tmp_path: Path):
     """The issue's "done when": ``teamgym new-env my_game --package DIR && pip install -e DIR && teamgym check``."""
     venv = tmp_path / "venv"
-    # Without a pip of its own, the venv uses this interpreter's pip and setuptools (a venv's bundled setuptools
-    # may be too old to build editable installs); packages still go into the venv.
-    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], tmp_path)
+    # Without a pip of its own, the venv uses this process's pip and setuptools (a venv's bundled setuptools may be
+    # too old to build editable installs), seen through a .pth (`--system-site-packages` would give the base
+    # interpreter's, bare on a fresh machine); packages still go into the venv.
+    venv_with_these_packages(venv)
     bin_dir = venv / "bin"
     pip = [str(bin_dir / "python"), "-m", "pip", "install", "--quiet", *_offline_build()]
     _run([*pip, "--no-deps", "-e", str(ROOT)], tmp_path)  # this checkout's teamgym, whatever else is installed
