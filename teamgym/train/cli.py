@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from teamgym.errors import InvalidArgumentError, TeamGymError
-from teamgym.train.config import LEGACY_NAMES, SECTIONS, TrainConfig, field_docs, field_paths, normalize_paths
+from teamgym.train.config import (
+    LEGACY_NAMES,
+    SECTIONS,
+    TrainConfig,
+    field_docs,
+    field_paths,
+    normalize_paths,
+    read_config_file,
+)
 from teamgym.train.run_dir import check_run_dir
 
 __all__ = ["add_arguments", "config_from_args", "flag_of", "main", "run"]
@@ -96,9 +104,9 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.resume and saved.exists():
         values.update(normalize_paths(json.loads(saved.read_text(encoding="utf-8"))))
     if args.config_file:
-        TrainConfig.from_file(args.config_file)  # a bad file is refused here, naming its bad value
-        # its own keys only, so that the fields it leaves unset still take the algo's recipe, then the defaults
-        values.update(normalize_paths(json.loads(Path(args.config_file).read_text(encoding="utf-8"))))
+        # its own keys only, so that the fields it leaves unset still take the algo's recipe, then the defaults (their
+        # values are checked with the rest of the config)
+        values.update(normalize_paths(read_config_file(args.config_file)))
     overrides: dict[str, Any] = {}
     for item in args.overrides:
         name, sep, raw = item.partition("=")

@@ -34,7 +34,7 @@ from teamgym.rollout.settings import TreeSampling, VLLMSettings
 from teamgym.train.sections import CriticConfig, PPOConfig, SamplingConfig
 
 __all__ = ["ALGO_RECIPES", "LEGACY_NAMES", "SamplingConfig", "TrainConfig", "field_docs", "field_paths",
-           "normalize_paths"]
+           "normalize_paths", "read_config_file"]
 
 
 @dataclass
@@ -381,18 +381,24 @@ class TrainConfig:
     @classmethod
     def from_file(cls, path: str | Path) -> TrainConfig:
         """Load a JSON config file (keys as :meth:`from_dict` takes them)."""
-        try:
-            values = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise InvalidArgumentError(f"config file {str(path)!r} could not be read as JSON ({err}): fix or "
-                                       "regenerate it (the output dir's config.json is a valid example)") from None
-        if not isinstance(values, dict):
-            raise InvalidArgumentError(f"config file {str(path)!r} holds a {type(values).__name__}: expected an "
-                                       "object of field names to values")
-        return cls.from_dict(values)
+        return cls.from_dict(read_config_file(path))
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """A JSON config file's own keys and values, unchecked (:meth:`TrainConfig.from_dict` checks them); a file that is
+    not a JSON object is refused naming it."""
+    try:
+        values = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise InvalidArgumentError(f"config file {str(path)!r} could not be read as JSON ({err}): fix or "
+                                   "regenerate it (the output dir's config.json is a valid example)") from None
+    if not isinstance(values, dict):
+        raise InvalidArgumentError(f"config file {str(path)!r} holds a {type(values).__name__}: expected an "
+                                   "object of field names to values")
+    return values
 
 
 #: Each algo's recipe, ``{algo: {field path: value}}``: what :meth:`TrainConfig.from_dict` fills in for the fields a
