@@ -488,15 +488,16 @@ def _check_scripted(make_aec: EnvFactory, seed: int) -> None:
 
 def _check_programs(env: TurnBasedTextEnv, agent: str, action: str) -> None:
     """``env.programs(action)`` (what the rollout engine batches ahead of a step) answers without changing the env."""
-    from teamgym.sandbox import Program  # the env's layer, not this module's (tests/test_layering.py)
+    from teamgym.sandbox import Program, WireProgram  # the env's layer, not this module's (tests/test_layering.py)
 
     before = _plain(env.observe(agent))
     try:
         programs = env.programs(action)
     except Exception as err:
         raise AssertionError(f"programs({action[:60]!r}) for {agent!r} raised {type(err).__name__}: {err}") from err
-    assert isinstance(programs, list) and all(isinstance(p, Program) for p in programs), (
-        f"programs() for {agent!r} returned {programs!r:.200}: expected a list of teamgym.sandbox.Program"
+    assert isinstance(programs, list) and all(isinstance(p, (Program, WireProgram)) for p in programs), (
+        f"programs() for {agent!r} returned {programs!r:.200}: expected a list of teamgym.sandbox.Program (or "
+        "WireProgram)"
     )
     assert _plain(env.observe(agent)) == before, f"programs() for {agent!r} changed the env"
 

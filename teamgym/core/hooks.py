@@ -52,8 +52,10 @@ class EnvHooks(Generic[TaskT, StateT]):
         raise NotImplementedError
 
     def _programs(self, agent: str, action: str) -> list[Any]:
-        """The sandbox programs (:class:`teamgym.sandbox.Program`) ``_apply_action(agent, action)`` would run from
-        the current state, for the rollout engine to run many steps' programs as one batch (default: none).
+        """The sandbox programs (:class:`teamgym.sandbox.Program`, or :class:`teamgym.sandbox.WireProgram` for the
+        server-format jobs of a test matrix) ``_apply_action(agent, action)`` would run from the current state, for
+        the rollout engine to run many steps' programs as one batch (default: none). Declaring must not run or
+        change anything.
 
         A hint only: a program the step runs without declaring it runs as usual.
         """

@@ -59,7 +59,7 @@ from teamgym.sandbox.harness import (
     run_tests,
 )
 from teamgym.sandbox.pool import Sandbox, default_sandbox, package_paths
-from teamgym.sandbox.prefetch import Program, lookup, prefetched, run_programs
+from teamgym.sandbox.prefetch import Program, WireProgram, lookup, prefetched, run_programs, run_wire
 from teamgym.sandbox.result import STATUSES, ExecResult, Job, Status
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "default_sandbox",
     "package_paths",
     "Program",
+    "WireProgram",
     "prefetched",
     "run_programs",
     "humaneval_tests",
@@ -82,6 +83,7 @@ __all__ = [
     "run_matrix",
     "run_python",
     "run_tests",
+    "run_wire",
 ]
 
 

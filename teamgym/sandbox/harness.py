@@ -33,7 +33,8 @@ from typing import Any, Literal
 
 from teamgym.errors import InvalidArgumentError
 from teamgym.sandbox import _wire
-from teamgym.sandbox.pool import Sandbox, default_sandbox
+from teamgym.sandbox.pool import Sandbox
+from teamgym.sandbox.prefetch import run_wire
 from teamgym.sandbox.result import Job
 
 TestKind = Literal["stdio", "assert"]
@@ -392,7 +393,8 @@ def run_matrix(
         timeout=timeout,
         memory_mb=memory_mb,
     )
-    return verdicts((sandbox or default_sandbox()).run_wire(jobs))
+    # The shared sandbox serves results prefetched for a rollout's tree level (teamgym.sandbox.prefetch).
+    return verdicts(sandbox.run_wire(jobs) if sandbox is not None else run_wire(jobs))
 
 
 def matrix_jobs(

@@ -16,6 +16,7 @@ from teamgym.core.rewards import mix
 from teamgym.errors import InvalidArgumentError
 from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeSampling, default_prompt, task_seed
 from teamgym.rollout.slot import EnvSlot, LocalSlots, Scored, _chooser, _restore, _snapshot
+from teamgym.sandbox import Sandbox
 from tests.rollout.fakes import ScriptedSampler
 from tests.support.relay_env import RelayEnv
 from tests.support.sandbox_batches import record_batches
@@ -505,6 +506,40 @@ def test_chat_prompt_needs_a_chat_template():
 
     with pytest.raises(InvalidArgumentError, match="chat template.*prompt_format='env'"):
         ChatPrompt(char_tokenizer())
+
+
+def test_coder_testers_matrices_go_to_the_sandbox_by_level(monkeypatch):
+    """coder_tester declares its steps' test matrices (``WireProgram``): a tree level's go to the sandbox in one
+    ``run_wire`` batch, and the rows equal the reference slots' (every candidate's step runs its own matrix)."""
+    coder = "```python\ndef has_close_elements(numbers, threshold):\n    return {j}\n```"
+    tester = ("```python\nassert has_close_elements([1.0, 1.05], 0.1)\n"
+              "assert has_close_elements([1.0, 2.0], 0.1) == {j}\n```")
+    samplers = {"coder": ScriptedSampler(lambda prompt, j: coder.format(j=j % 2 == 0)),
+                "tester": ScriptedSampler(lambda prompt, j: tester.format(j=j % 3 == 1))}
+    env_fn = partial(teamgym.make, "coder_tester-v0", max_turns=2, limit=2)
+    tasks = ["HumanEval/0", "HumanEval/1"]
+    for task in tasks:  # the mutants (computed once per process, in the sandbox) are known before either run
+        env_fn().reset(options={"task_id": task})
+    batches: list[int] = []
+    original = Sandbox.run_wire
+
+    def recorded(self, wire):
+        batches.append(len(wire))
+        return original(self, wire)
+
+    monkeypatch.setattr(Sandbox, "run_wire", recorded)
+    results = []
+    for slots_cls in (LocalSlots, ReferenceSlots):
+        batches.clear()
+        engine = RolloutEngine(slots_cls(env_fn, default_prompt), samplers, tree=TreeSampling(k=3), seed=0)
+        result = engine.rollout(tasks)
+        engine.close()
+        results.append((result.batch.rows(), result.episodes, list(batches)))
+    (rows, episodes, batched), (ref_rows, ref_episodes, one_by_one) = results
+    assert rows == ref_rows and episodes == ref_episodes
+    levels = {r["step"] for r in rows}
+    assert len(batched) == len(levels) < len(one_by_one)
+    assert sum(batched) < sum(one_by_one)  # identical matrices run once
 
 
 def test_tree_rollout_on_coder_tester_runs_its_steps():

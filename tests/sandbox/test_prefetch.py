@@ -41,3 +41,31 @@ def test_an_infrastructure_failure_in_the_batch_is_retried_by_the_step() -> None
     broken = ExecResult("error", infra_error="the sandbox server died")
     with prefetched([Program.of("print(5)")], [broken]):
         assert sandbox.run_python("print(5)").ok
+
+
+def test_test_matrices_are_prefetched_as_wire_programs(monkeypatch) -> None:
+    """``WireProgram``: a test matrix's server-format jobs run once ahead of time; inside ``prefetched``,
+    ``run_wire`` and ``run_matrix`` on the shared sandbox get those results, other matrices run for real."""
+    jobs, read = sandbox.matrix_jobs(["def f(x):\n    return 2 * x\n"], ["assert f(2) == 4", "assert f(3) == 7"],
+                                     kind="assert", entry_point="f")
+    programs = [sandbox.WireProgram.of(job) for job in jobs]
+    assert programs == [sandbox.WireProgram.of(dict(reversed(list(job.items())))) for job in jobs]  # key order
+    results = run_programs(programs + programs)
+    assert [v.passed for v in read(results[:len(jobs)])[0]] == [True, False]
+    calls = []
+    original = sandbox.Sandbox.run_wire
+    monkeypatch.setattr(sandbox.Sandbox, "run_wire", lambda self, wire: calls.append(len(wire)) or original(self, wire))
+    with prefetched(programs, results[:len(jobs)]):
+        served = sandbox.run_wire(jobs)
+        verdicts = sandbox.run_matrix(["def f(x):\n    return 2 * x\n"], ["assert f(2) == 4", "assert f(3) == 7"],
+                                      kind="assert", entry_point="f")
+        assert calls == []  # nothing ran
+        served[0]["stdout"] = "changed"  # a copy: the table is not touched
+        assert sandbox.run_wire(jobs)[0]["stdout"] != "changed"
+        other = sandbox.run_matrix(["def f(x):\n    return 3 * x\n"], ["assert f(2) == 4"], kind="assert",
+                                   entry_point="f")
+        assert calls == [1] and [v.passed for v in other[0]] == [False]
+    assert [v.passed for v in verdicts[0]] == [True, False]
+    broken = dict(results[0], infra_error="the sandbox server died")
+    with prefetched(programs, [broken]):
+        assert sandbox.run_wire(jobs)[0].get("infra_error") is None  # retried for real

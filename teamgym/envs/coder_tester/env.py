@@ -111,11 +111,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from teamgym import sandbox
 from teamgym.core import Outcome, Policy, TurnBasedTextEnv, reward_terms
 from teamgym.envs.coder_tester import policies, prompts
 from teamgym.envs.coder_tester.adapters import load_problems
 from teamgym.envs.coder_tester.data import Problem, TestCase
-from teamgym.envs.coder_tester.execution import Verdict, execute, execute_suites, first_infra_error
+from teamgym.envs.coder_tester.execution import Verdict, declare, execute, execute_suites, first_infra_error
 from teamgym.envs.coder_tester.mutants import candidate_mutants
 from teamgym.envs.coder_tester.parsing import parse_code, parse_tests
 from teamgym.envs.coder_tester.rewards import (
@@ -233,6 +234,9 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         except (SyntaxError, ValueError, RecursionError):
             return problem.solution
 
+    def _mutant_key(self, problem: Problem) -> tuple[Problem, int, float]:
+        return problem, self.num_mutants, self.timeout
+
     def mutants(self, problem: Problem) -> tuple[str, ...]:
         """Up to ``num_mutants`` golden-solution mutants that fail a ground-truth test.
 
@@ -242,7 +246,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         Candidates that pass every test, time out, or meet a sandbox failure are dropped; a sandbox failure is
         also reported as ``infra_error`` at the tester's next step and the list is recomputed next time.
         """
-        key = (problem, self.num_mutants, self.timeout)
+        key = self._mutant_key(problem)
         if key in _MUTANT_CACHE:
             return _MUTANT_CACHE[key]
         golden = self.golden(problem)
@@ -346,6 +350,22 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
             "code_problem": "",
         }
         return Outcome({"coder": terms}, info={"coder": info})
+
+    def _programs(self, agent: str, action: str) -> list[sandbox.WireProgram]:
+        """The test matrices ``step(action)`` would run: the coder's code against the ground truth and the
+        tester's tests, or the tester's tests against the judged programs (nothing for a malformed answer)."""
+        problem, state = self.task, self.state
+        if agent == "coder":
+            parsed = parse_code(action)
+            if parsed.problem:
+                return []
+            return declare(problem, [parsed.code], [problem.tests, state.tests], timeout=self.timeout)
+        parsed_tests = parse_tests(action, style=problem.style, max_tests=self.max_tests)
+        if parsed_tests.problem:
+            return []
+        if self.num_mutants and self.golden(problem) is not None and self._mutant_key(problem) not in _MUTANT_CACHE:
+            return []  # the step finds the mutants first, in the sandbox: declaring must not run or change anything
+        return declare(problem, self._judged_programs()[0], [parsed_tests.tests], timeout=self.timeout)
 
     def _judged_programs(self) -> tuple[list[str], list[bool], int]:
         """The tester's matrix rows: (programs, correct flags, leading rows left unscored: 0 or 1)."""

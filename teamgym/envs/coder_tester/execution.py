@@ -12,13 +12,13 @@ call, so model-written tests never share a process with the ground-truth ones.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from teamgym import sandbox
 from teamgym.envs.coder_tester.data import Problem, TestCase
 
-__all__ = ["Verdict", "execute", "execute_suites", "first_infra_error"]
+__all__ = ["Verdict", "declare", "execute", "execute_suites", "first_infra_error"]
 
 Matrix = list[list["Verdict"]]
 
@@ -61,8 +61,51 @@ def execute_suites(
     """One verdict matrix per suite (each judged on its own), all in one sandbox call."""
     if not programs:
         return [[] for _ in suites]
+    jobs, readers = _suite_jobs(problem, programs, suites, timeout=timeout, memory_mb=memory_mb)
+    # The shared sandbox, which serves results a rollout prefetched for its tree level (see `declare`).
+    raw = sandbox.run_wire(jobs)
+    matrices, start = [], 0
+    for count, read in readers:
+        if read is None:
+            matrices.append([[] for _ in programs])
+            continue
+        rows = read(raw[start : start + count])
+        start += count
+        matrices.append(
+            [
+                [Verdict(v.passed, v.status, v.expected, v.actual, v.error or "", v.infra_error or "") for v in row]
+                for row in rows
+            ]
+        )
+    return matrices
+
+
+def declare(
+    problem: Problem,
+    programs: Sequence[str],
+    suites: Sequence[Sequence[TestCase]],
+    *,
+    timeout: float,
+    memory_mb: int = 512,
+) -> list[sandbox.WireProgram]:
+    """The sandbox jobs :func:`execute_suites` would run for these arguments, as programs a rollout can run ahead
+    of the step (the env's ``_programs`` hook)."""
+    if not programs:
+        return []
+    jobs, _ = _suite_jobs(problem, programs, suites, timeout=timeout, memory_mb=memory_mb)
+    return [sandbox.WireProgram.of(job) for job in jobs]
+
+
+def _suite_jobs(
+    problem: Problem,
+    programs: Sequence[str],
+    suites: Sequence[Sequence[TestCase]],
+    *,
+    timeout: float,
+    memory_mb: int,
+) -> tuple[list[dict], list[tuple[int, Callable[[list[dict]], list[list[sandbox.TestVerdict]]] | None]]]:
     jobs: list[dict] = []
-    readers = []
+    readers: list[tuple[int, Callable[[list[dict]], list[list[sandbox.TestVerdict]]] | None]] = []
     for tests in suites:
         if not tests:
             readers.append((0, None))
@@ -84,21 +127,7 @@ def execute_suites(
             )
         readers.append((len(suite_jobs), read))
         jobs += suite_jobs
-    raw = sandbox.default_sandbox().run_wire(jobs)
-    matrices, start = [], 0
-    for count, read in readers:
-        if read is None:
-            matrices.append([[] for _ in programs])
-            continue
-        rows = read(raw[start : start + count])
-        start += count
-        matrices.append(
-            [
-                [Verdict(v.passed, v.status, v.expected, v.actual, v.error or "", v.infra_error or "") for v in row]
-                for row in rows
-            ]
-        )
-    return matrices
+    return jobs, readers
 
 
 def first_infra_error(*matrices: Sequence[Sequence[Verdict]]) -> str:

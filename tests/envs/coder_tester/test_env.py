@@ -266,13 +266,12 @@ def test_snapshot_restore_mid_episode_with_real_code():
 def test_infra_errors_are_flagged_and_not_penalised(monkeypatch):
     env = make()
     env.reset(seed=0, options={"task_id": "HumanEval/0"})
-    real = execution.sandbox.default_sandbox
+    real = execution.sandbox.run_wire
 
-    class Broken:
-        def run_wire(self, jobs):
-            return [dict(r, infra_error="server died") for r in real().run_wire(jobs)]
+    def broken(jobs, *args, **kwargs):
+        return [dict(r, infra_error="server died") for r in real(jobs, *args, **kwargs)]
 
-    monkeypatch.setattr(execution.sandbox, "default_sandbox", Broken)
+    monkeypatch.setattr(execution.sandbox, "run_wire", broken)
     info = scripted_step(env, "buggy")
     assert info["infra_error"] == "server died"
     assert info["reward_terms"] == {"team": 0.0, "local": 0.0, "pass_rate": 0.0, "format": 0.0}
