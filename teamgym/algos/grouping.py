@@ -291,5 +291,5 @@ def _normalize_codes(
     stats = _stats(values, codes, size)
     # singleton and constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0); their std is exactly 0
     # (a singleton centres to exactly 0), so std > 0 alone marks the groups with a spread
-    factor = torch.where(stats.std > 0, 1.0 / (stats.std + eps), 0.0)
+    factor = torch.where(stats.std > 0, (stats.std + eps).reciprocal_(), 0.0)  # 1.0 / x is reciprocal(x) * 1.0
     return stats.centred * factor.index_select(0, codes)

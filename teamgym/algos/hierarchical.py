@@ -7,25 +7,22 @@ in, hashed without history; build it with ``group_ids(anchor_texts)``).
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from teamgym.algos._checks import check_ids, check_output, check_positive, check_same_length, check_values
 from teamgym.algos.grouping import (
     _bincount_limit,
+    _normalize_codes,
+    _partition_codes,
     _radix_codes,
-    combine_codes,
     dense_ids,
-    normalize_in_groups,
 )
 from teamgym.algos.registry import register_advantage
 from teamgym.errors import InvalidArgumentError
 
 __all__ = ["discounted_returns", "gigpo", "team_gigpo"]
-
-
-def _combine(*columns: torch.Tensor) -> torch.Tensor:
-    """Group codes of the key tuples (not necessarily dense; cheaper than ``combine_ids``)."""
-    return combine_codes(*columns)[0]
 
 
 def discounted_returns(
@@ -95,40 +92,56 @@ def discounted_returns(
     return check_output("discounted returns", values.index_select(0, position).to(rewards.dtype))
 
 
-def _first_row_of_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
-    """One row index per dense unit id; checks that ``values`` is constant within each unit."""
-    n_units = int(unit.max()) + 1
-    rows = torch.zeros(n_units, dtype=torch.int64, device=unit.device)
-    rows.scatter_(0, unit, torch.arange(unit.numel(), device=unit.device))
-    spread = values.index_select(0, rows).index_select(0, unit)
-    if not torch.equal(spread, values) and not torch.allclose(spread, values, rtol=1e-6, atol=1e-6):
-        bad = int((~torch.isclose(values, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])
-        raise InvalidArgumentError(
-            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and "
-            f"another row of its trajectory has {spread[bad].item()}: repeat the episode return on every row"
-        )
-    return rows
-
-
 def _two_level(
     episode_returns: torch.Tensor,
     step_returns: torch.Tensor,
-    episode_groups: torch.Tensor,
-    units: torch.Tensor,
-    step_groups: torch.Tensor,
+    episode_groups: tuple[torch.Tensor, int],
+    trajectory_ids: torch.Tensor,
+    step_groups: tuple[torch.Tensor, int],
     omega: float,
     scale_by_std: bool,
 ) -> torch.Tensor:
-    """``A^E + omega * A^S``: GRPO over one return per unit within its episode group, plus step-group GRPO."""
-    units = dense_ids(units)[0]  # one episode value per *present* unit
-    rows = _first_row_of_unit(episode_returns, units, "episode_returns")
-    episode_adv = normalize_in_groups(
-        episode_returns.index_select(0, rows).to(torch.float64),
-        episode_groups.index_select(0, rows),
+    """``A^E + omega * A^S``: GRPO over one return per unit (episode group, trajectory) within its episode group,
+    plus step-group GRPO.
+
+    The groups are ``(codes, size)`` pairs over the rows (:func:`_partition_codes`); statistics are float64.
+    """
+    group, n_groups = episode_groups
+    trajectory, n_trajectories = _radix_codes(trajectory_ids)
+    shift = max(n_trajectories - 1, 0).bit_length()  # trajectory codes fit in `shift` bits
+    if n_groups << shift < _bincount_limit(group.numel()):
+        # unit code = group * 2**shift + trajectory, so a unit's group is its code >> shift (no division)
+        unit, n_units = torch.add(trajectory, group, alpha=1 << shift), n_groups << shift
+        group_of_unit = None
+    else:
+        unit, n_units = _partition_codes(group, trajectory)
+        group_of_unit = torch.zeros(n_units, dtype=torch.int64, device=unit.device).scatter_(0, unit, group)
+    # one episode return per unit, its last row's; NaN marks codes without rows (the returns are finite)
+    unit_return = torch.full((n_units,), math.nan, dtype=episode_returns.dtype, device=unit.device)
+    unit_return.scatter_(0, unit, episode_returns)
+    spread = unit_return.index_select(0, unit)  # each row against its unit's return
+    if not torch.equal(spread, episode_returns) and not torch.allclose(
+        spread, episode_returns, rtol=1e-6, atol=1e-6
+    ):
+        bad = int((~torch.isclose(episode_returns, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])
+        raise InvalidArgumentError(
+            f"episode_returns must be constant within a trajectory, but row {bad} has "
+            f"{episode_returns[bad].item()} and another row of its trajectory has {spread[bad].item()}: repeat the "
+            "episode return on every row"
+        )
+    present = (~torch.isnan(unit_return)).nonzero().squeeze(1)  # in increasing code order
+    episode_adv = _normalize_codes(
+        unit_return.index_select(0, present),
+        present >> shift if group_of_unit is None else group_of_unit.index_select(0, present),
+        n_groups,
         scale_by_std=scale_by_std,
+        eps=1e-6,
     )
-    step_adv = normalize_in_groups(step_returns.to(torch.float64), step_groups, scale_by_std=scale_by_std)
-    return check_output("advantages", (episode_adv.index_select(0, units) + omega * step_adv).to(episode_returns.dtype))
+    by_unit = torch.zeros(n_units, dtype=torch.float64, device=unit.device).index_copy_(0, present, episode_adv)
+    step_adv = _normalize_codes(step_returns, *step_groups, scale_by_std=scale_by_std, eps=1e-6)
+    if omega != 1.0:  # x * 1.0 is x: skip the pass
+        step_adv.mul_(omega)
+    return check_output("advantages", by_unit.index_select(0, unit).add_(step_adv).to(episode_returns.dtype))
 
 
 @register_advantage("gigpo")
@@ -175,9 +188,9 @@ def gigpo(
     check_positive("omega", omega, allow_zero=True)
     if n == 0:
         return episode_returns.clone()
-    units = _combine(group_ids, trajectory_ids)
-    step_groups = _combine(group_ids, anchor_ids)
-    return _two_level(episode_returns, step_returns, group_ids, units, step_groups, omega, scale_by_std)
+    groups = _radix_codes(group_ids)
+    step_groups = _partition_codes(groups[0], anchor_ids)
+    return _two_level(episode_returns, step_returns, groups, trajectory_ids, step_groups, omega, scale_by_std)
 
 
 @register_advantage("team_gigpo")
@@ -228,8 +241,10 @@ def team_gigpo(
     check_positive("omega", omega, allow_zero=True)
     if n == 0:
         return episode_returns.clone()
-    episode_groups = _combine(group_ids, agent_ids)
-    units = _combine(episode_groups, trajectory_ids)
+    groups = _radix_codes(group_ids)[0]
+    episode_groups = _partition_codes(groups, agent_ids)
     # (group, anchor) first: anchors are usually built per group, so that fold needs no sort
-    step_groups = _combine(_combine(group_ids, anchor_ids), agent_ids)
-    return _two_level(episode_returns, step_returns, episode_groups, units, step_groups, omega, scale_by_std)
+    step_groups = _partition_codes(_partition_codes(groups, anchor_ids)[0], agent_ids)
+    return _two_level(
+        episode_returns, step_returns, episode_groups, trajectory_ids, step_groups, omega, scale_by_std
+    )
