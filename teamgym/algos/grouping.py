@@ -217,9 +217,22 @@ def _centre(values: torch.Tensor, codes: torch.Tensor, size: int) -> tuple[torch
         stats = _stats(values, codes, size)
         return stats.count, stats.centred
     x = values.to(torch.float64)
+    count, mean = _count_mean(x, codes, size)
+    return count, _minus_gathered(x, mean, codes)
+
+
+def _count_mean(x: torch.Tensor, codes: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Group sizes and means (float64) of ``x`` (float64) over codes in ``[0, size)``; empty codes get mean 0."""
     count = torch.bincount(codes, minlength=size).to(torch.float64)
-    mean = torch.zeros(size, dtype=torch.float64, device=x.device).scatter_add_(0, codes, x) / count.clamp_min(1.0)
-    return count, x - mean.index_select(0, codes)
+    # scatter_add_ sums in row order like bincount(weights=...), and is cheaper on CPU
+    total = torch.zeros(size, dtype=torch.float64, device=x.device).scatter_add_(0, codes, x)
+    return count, total.div_(count.clamp_min(1.0))
+
+
+def _minus_gathered(x: torch.Tensor, table: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+    """``x - table[codes]``, written over the gathered buffer (fewer fresh pages: each costs a page fault)."""
+    gathered = table.index_select(0, codes)
+    return torch.sub(x, gathered, out=gathered)
 
 
 def _exact_sums(values: torch.Tensor) -> bool:
@@ -240,13 +253,14 @@ def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
     centre to exactly 0.
     """
     x = values.to(torch.float64)
-    count = torch.bincount(codes, minlength=size).to(torch.float64)
-    # scatter_add_ sums in row order like bincount(weights=...), and is cheaper on CPU
-    mean = torch.zeros(size, dtype=torch.float64, device=x.device).scatter_add_(0, codes, x) / count.clamp_min(1.0)
-    centred = x - mean.index_select(0, codes)
-    sq = torch.zeros(size, dtype=torch.float64, device=x.device).scatter_add_(0, codes, centred * centred)
-    std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
-    if _exact_sums(values):
+    count, mean = _count_mean(x, codes, size)
+    centred = _minus_gathered(x, mean, codes)
+    exact = _exact_sums(values)
+    # squares over x's buffer where x is a copy no longer needed (narrow floats: no constant-group check below)
+    squares = torch.mul(centred, centred, out=x) if exact else centred * centred
+    sq = torch.zeros(size, dtype=torch.float64, device=x.device).scatter_add_(0, codes, squares)
+    std = sq.div_((count - 1).clamp_min_(1.0)).sqrt_()
+    if exact:
         return GroupStats(codes, count, mean, std, centred)
     suspect = (std > 0) & (std <= _ROUNDING_SPREAD * mean.abs())
     if bool(suspect.any()):
@@ -291,5 +305,6 @@ def _normalize_codes(
     stats = _stats(values, codes, size)
     # singleton and constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0); their std is exactly 0
     # (a singleton centres to exactly 0), so std > 0 alone marks the groups with a spread
-    factor = torch.where(stats.std > 0, (stats.std + eps).reciprocal_(), 0.0)  # 1.0 / x is reciprocal(x) * 1.0
-    return stats.centred * factor.index_select(0, codes)
+    # (1.0 / x is reciprocal(x) * 1.0; a std is never NaN, so std == 0 is the complement of std > 0)
+    factor = (stats.std + eps).reciprocal_().masked_fill_(stats.std == 0, 0.0)
+    return factor.index_select(0, codes).mul_(stats.centred)
