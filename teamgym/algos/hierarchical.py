@@ -100,21 +100,19 @@ def _flat_nonzero(mask: torch.Tensor) -> torch.Tensor:
     return mask.nonzero().squeeze(1)
 
 
-def _two_level(
+def _episode_advantages(
     episode_returns: torch.Tensor,
-    step_returns: torch.Tensor,
     episode_groups: tuple[torch.Tensor, int],
     trajectory_ids: torch.Tensor,
-    step_groups: tuple[torch.Tensor, int],
-    omega: float,
     scale_by_std: bool,
 ) -> torch.Tensor:
-    """``A^E + omega * A^S``: GRPO over one return per unit (episode group, trajectory) within its episode group,
-    plus step-group GRPO.
+    """``A^E`` per row (float64): GRPO over one return per unit (episode group, trajectory) within its episode group.
 
-    The groups are ``(codes, size)`` pairs over the rows (:func:`_partition_codes`); statistics are float64.
+    ``episode_groups`` is a ``(codes, size)`` pair over the rows (:func:`_partition_codes`); pass it inline, so its
+    codes can be freed once the unit codes are built (fewer fresh pages for the step level).
     """
     group, n_groups = episode_groups
+    del episode_groups
     trajectory, n_trajectories = _radix_codes(trajectory_ids)
     shift = max(n_trajectories - 1, 0).bit_length()  # trajectory codes fit in `shift` bits
     if n_groups << shift < _bincount_limit(group.numel()):
@@ -124,6 +122,7 @@ def _two_level(
     else:
         unit, n_units = _partition_codes(group, trajectory)
         group_of_unit = torch.zeros(n_units, dtype=torch.int64, device=unit.device).scatter_(0, unit, group)
+    del group, trajectory
     # one episode return per unit, its last row's; NaN marks codes without rows (the returns are finite)
     unit_return = torch.full((n_units,), math.nan, dtype=episode_returns.dtype, device=unit.device)
     unit_return.scatter_(0, unit, episode_returns)
@@ -137,6 +136,7 @@ def _two_level(
             f"{episode_returns[bad].item()} and another row of its trajectory has {spread[bad].item()}: repeat the "
             "episode return on every row"
         )
+    del spread
     present = _flat_nonzero(unit_return == unit_return)  # not NaN: the codes with rows, in increasing order
     episode_adv = _normalize_codes(
         unit_return.index_select(0, present),
@@ -146,10 +146,22 @@ def _two_level(
         eps=1e-6,
     )
     by_unit = torch.zeros(n_units, dtype=torch.float64, device=unit.device).index_copy_(0, present, episode_adv)
+    return by_unit.index_select(0, unit)
+
+
+def _plus_step_level(
+    episode_adv: torch.Tensor,
+    step_returns: torch.Tensor,
+    step_groups: tuple[torch.Tensor, int],
+    omega: float,
+    scale_by_std: bool,
+    dtype: torch.dtype,
+) -> torch.Tensor:
+    """``A^E + omega * A^S`` in ``dtype``, written over ``episode_adv`` (float64 per row), checked finite."""
     step_adv = _normalize_codes(step_returns, *step_groups, scale_by_std=scale_by_std, eps=1e-6)
     if omega != 1.0:  # x * 1.0 is x: skip the pass
         step_adv.mul_(omega)
-    return check_output("advantages", by_unit.index_select(0, unit).add_(step_adv).to(episode_returns.dtype))
+    return check_output("advantages", episode_adv.add_(step_adv).to(dtype))
 
 
 @register_advantage("gigpo")
@@ -197,8 +209,9 @@ def gigpo(
     if n == 0:
         return episode_returns.clone()
     groups = _radix_codes(group_ids)
+    episode_adv = _episode_advantages(episode_returns, groups, trajectory_ids, scale_by_std)
     step_groups = _partition_codes(groups[0], anchor_ids)
-    return _two_level(episode_returns, step_returns, groups, trajectory_ids, step_groups, omega, scale_by_std)
+    return _plus_step_level(episode_adv, step_returns, step_groups, omega, scale_by_std, episode_returns.dtype)
 
 
 @register_advantage("team_gigpo")
@@ -250,9 +263,9 @@ def team_gigpo(
     if n == 0:
         return episode_returns.clone()
     groups = _radix_codes(group_ids)[0]
-    episode_groups = _partition_codes(groups, agent_ids)
+    episode_adv = _episode_advantages(
+        episode_returns, _partition_codes(groups, agent_ids), trajectory_ids, scale_by_std
+    )
     # (group, anchor) first: anchors are usually built per group, so that fold needs no sort
     step_groups = _partition_codes(_partition_codes(groups, anchor_ids)[0], agent_ids)
-    return _two_level(
-        episode_returns, step_returns, episode_groups, trajectory_ids, step_groups, omega, scale_by_std
-    )
+    return _plus_step_level(episode_adv, step_returns, step_groups, omega, scale_by_std, episode_returns.dtype)
