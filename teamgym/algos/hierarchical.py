@@ -45,6 +45,9 @@ def discounted_returns(
         raise InvalidArgumentError(f"gamma must be in [0, 1], got {gamma}: GiGPO uses 0.95")
     if n == 0:
         return rewards.clone()
+    fast = _returns_by_turn_table(rewards, trajectory_ids, turn_ids, float(gamma))
+    if fast is not None:
+        return fast
     traj, n_traj = dense_ids(trajectory_ids)
     turn, n_turn = _radix_codes(turn_ids)
     if n_traj * n_turn >= _bincount_limit(n):
@@ -58,10 +61,7 @@ def discounted_returns(
         position.scatter_(0, order, torch.arange(n, device=key.device))
         n_distinct = n - int((sorted_key[1:] == sorted_key[:-1]).sum())
     if n_distinct < n:
-        raise InvalidArgumentError(
-            "turn_ids repeat within a trajectory, so the return order is ambiguous: give each row of a "
-            "trajectory a distinct turn id (for per-agent returns combine trajectory and agent ids)"
-        )
+        raise InvalidArgumentError(_REPEATED_TURNS)
     # trajectories occupy consecutive sorted positions; a row's offset in its chain is its rank among them
     length = torch.bincount(traj, minlength=n_traj)
     block_end = torch.cumsum(length, 0)
@@ -91,6 +91,46 @@ def discounted_returns(
         values = values + factor * values.index_select(0, ahead.clamp_max(n - 1)) * inside
         span, factor = span * 2, factor * factor
     return check_output("discounted returns", values.index_select(0, position).to(rewards.dtype))
+
+
+_REPEATED_TURNS = (
+    "turn_ids repeat within a trajectory, so the return order is ambiguous: give each row of a "
+    "trajectory a distinct turn id (for per-agent returns combine trajectory and agent ids)"
+)
+
+
+def _returns_by_turn_table(
+    rewards: torch.Tensor, trajectory_ids: torch.Tensor, turn_ids: torch.Tensor, gamma: float
+) -> torch.Tensor | None:
+    """:func:`discounted_returns` for the common layout, or None: small non-negative ids whose (turn, trajectory)
+    table fits the padded-table budget, and turn ids consecutive within each trajectory (no gap), so a row's turn
+    id is its offset in its chain plus a per-trajectory constant. Then the table is indexed by the ids themselves
+    (no dense ids, no ranks); leading empty rows of a trajectory are never read, trailing ones are zero padding as
+    in the ranked table. Repeated turn ids raise here as there.
+    """
+    n = rewards.numel()
+    budget = 4 * n + (1 << 16)
+    traj, n_traj = _radix_codes(trajectory_ids)
+    turn, n_turn = _radix_codes(turn_ids)
+    if traj is not trajectory_ids or turn is not turn_ids or n_traj * n_turn > budget:
+        return None  # remapped (sparse or negative) ids, or too large a table: the ranked path
+    cell = torch.add(traj, turn, alpha=n_traj)  # turn * n_traj + traj
+    occupied = torch.bincount(cell, minlength=n_turn * n_traj)
+    if int(occupied.max()) > 1:
+        raise InvalidArgumentError(_REPEATED_TURNS)
+    occupied = occupied.view(n_turn, n_traj).bool()
+    # a gap within a trajectory starts a second run of occupied turns in its column
+    runs = int(occupied[0].sum()) + int((occupied[1:] & ~occupied[:-1]).sum())
+    if runs != int(occupied.any(0).sum()):
+        return None
+    # float32 (as verl-agent) or float64 as given; half precision is widened
+    dtype = torch.promote_types(rewards.dtype, torch.float32)
+    table = torch.zeros(n_turn * n_traj, dtype=dtype, device=cell.device)
+    table.scatter_(0, cell, rewards.to(dtype))
+    table = table.view(n_turn, n_traj)
+    for t in range(n_turn - 2, -1, -1):
+        table[t].add_(table[t + 1], alpha=gamma)
+    return check_output("discounted returns", table.view(-1).index_select(0, cell).to(rewards.dtype))
 
 
 def _flat_nonzero(mask: torch.Tensor) -> torch.Tensor:

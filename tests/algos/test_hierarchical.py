@@ -179,3 +179,25 @@ def test_gigpo_and_team_gigpo_reject_inconsistent_episode_returns_on_any_unit_co
     with pytest.raises(InvalidArgumentError, match="constant within a trajectory") as raised:
         estimator()
     assert unit[int(re.search(r"row (\d+)", str(raised.value)).group(1))]
+
+
+@pytest.mark.parametrize("layout", ["from zero", "shifted starts", "gaps", "sparse ids"])
+def test_discounted_returns_matches_loop_on_every_table_layout(layout):
+    """Consecutive turn ids (from 0 or any start) take the table indexed by the ids themselves; gaps or sparse ids
+    take the ranked table. Both give the loop's returns, and both refuse repeated turn ids."""
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(1, 9, 300)
+    traj = np.repeat(np.arange(300), lengths)
+    offset = np.concatenate([np.arange(k) for k in lengths])
+    turn = {"from zero": offset, "shifted starts": offset + rng.integers(0, 4, 300)[traj],
+            "gaps": offset * rng.integers(1, 3, 300)[traj], "sparse ids": offset * 10**9}[layout]
+    order = rng.permutation(traj.size)
+    traj, turn = torch.from_numpy(traj[order]), torch.from_numpy(turn[order])
+    r = torch.from_numpy(rng.normal(size=traj.numel()))
+    ours = discounted_returns(r, traj, turn, gamma=0.9)
+    np.testing.assert_allclose(ours.numpy(), discounted_returns_loop(r.tolist(), traj.tolist(), turn.tolist(), 0.9))
+    first = int(torch.nonzero(torch.from_numpy(lengths)[traj] > 1)[0])  # a row of a trajectory of 2+ turns
+    repeated = turn.clone()
+    repeated[(traj == traj[first]) & (turn != turn[first])] = turn[first]
+    with pytest.raises(InvalidArgumentError, match="distinct turn"):
+        discounted_returns(r, traj, repeated)
