@@ -244,6 +244,11 @@ def _exact_sums(values: torch.Tensor) -> bool:
 
 
 def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
+    """Stats over codes in ``[0, size)``; see :func:`_stats_and_spare`."""
+    return _stats_and_spare(values, codes, size)[0]
+
+
+def _stats_and_spare(values: torch.Tensor, codes: torch.Tensor, size: int) -> tuple[GroupStats, torch.Tensor | None]:
     """Stats over codes in ``[0, size)``; unused codes get count 0, mean 0, std 0.
 
     A group whose values are all equal gets centred values and std of exactly 0: its float mean can differ from the
@@ -251,6 +256,9 @@ def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
     spread is far below any real one, so only groups whose std is that small are compared value by value. Narrow
     floats need no such comparison: their float64 sums are exact (:func:`_exact_sums`), so equal values already
     centre to exactly 0.
+
+    Also returns a float64 buffer of one value per row that is no longer needed (None if there is none), for the
+    caller's next per-row result: a reused buffer costs no fresh pages.
     """
     x = values.to(torch.float64)
     count, mean = _count_mean(x, codes, size)
@@ -261,7 +269,7 @@ def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
     sq = torch.zeros(size, dtype=torch.float64, device=x.device).scatter_add_(0, codes, squares)
     std = sq.div_((count - 1).clamp_min_(1.0)).sqrt_()
     if exact:
-        return GroupStats(codes, count, mean, std, centred)
+        return GroupStats(codes, count, mean, std, centred), x
     suspect = (std > 0) & (std <= _ROUNDING_SPREAD * mean.abs())
     if bool(suspect.any()):
         member = torch.zeros(size, dtype=torch.float64, device=x.device).index_copy_(0, codes, x)  # any member
@@ -269,7 +277,7 @@ def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
         constant = suspect & (torch.bincount(codes, weights=unequal, minlength=size) == 0)
         centred = torch.where(constant.index_select(0, codes), 0.0, centred)
         std = torch.where(constant, 0.0, std)
-    return GroupStats(codes, count, mean, std, centred)
+    return GroupStats(codes, count, mean, std, centred), None
 
 
 def group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
@@ -302,9 +310,9 @@ def _normalize_codes(
     """:func:`normalize_in_groups` over checked codes in ``[0, size)``, in float64 (the caller casts and checks)."""
     if not scale_by_std:
         return _centre(values, codes, size)[1]
-    stats = _stats(values, codes, size)
+    stats, spare = _stats_and_spare(values, codes, size)
     # singleton and constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0); their std is exactly 0
     # (a singleton centres to exactly 0), so std > 0 alone marks the groups with a spread
     # (1.0 / x is reciprocal(x) * 1.0; a std is never NaN, so std == 0 is the complement of std > 0)
     factor = (stats.std + eps).reciprocal_().masked_fill_(stats.std == 0, 0.0)
-    return factor.index_select(0, codes).mul_(stats.centred)
+    return torch.index_select(factor, 0, codes, out=spare).mul_(stats.centred)
