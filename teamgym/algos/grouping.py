@@ -1,8 +1,8 @@
 """Group ids from key columns, and vectorised per-group statistics (mean, Bessel std, size).
 
 Every group-relative estimator reduces to: turn key columns into int64 group codes, then compute a statistic per
-group with ``bincount``/``scatter_add_`` and gather it back per row. Both steps are O(N) tensor operations except one sort
-when ids are sparse (``torch.unique``); strings are factorised with a dict (about 0.2 s per million on one
+group with ``bincount``/``scatter_add_`` and gather it back per row. Both steps are O(N) tensor operations except
+one sort when ids are sparse (``torch.unique``); strings are factorised with a dict (about 0.2 s per million on one
 core).
 
 >>> import torch
