@@ -27,9 +27,10 @@ def check_values(name: str, values: torch.Tensor) -> torch.Tensor:
         )
     if not values.is_floating_point():
         values = values.to(torch.float32)
-    # one pass: the largest magnitude is NaN or inf iff some value is; the elementwise search only on failure
-    peak = float(values.abs().max()) if values.numel() else 0.0
-    if not peak <= MAX_MAGNITUDE:
+    # one pass, no temporary: the extremes are NaN (aminmax propagates it) or beyond the bound iff some value is; the
+    # elementwise search only on failure
+    low, high = torch.stack(torch.aminmax(values)).tolist() if values.numel() else (0.0, 0.0)
+    if not (-MAX_MAGNITUDE <= low and high <= MAX_MAGNITUDE):
         if not bool(torch.isfinite(values).all()):
             bad = int((~torch.isfinite(values)).nonzero()[0])
             raise InvalidArgumentError(
@@ -50,8 +51,8 @@ def check_output(name: str, values: torch.Tensor) -> torch.Tensor:
     Finite inputs within :data:`MAX_MAGNITUDE` give finite float64 statistics, but a result cast back to a narrow
     dtype (float32 rewards near its largest value) can overflow it.
     """
-    # one reduction: the largest magnitude is NaN or inf iff some value is
-    if values.numel() and not math.isfinite(float(values.abs().max())):
+    # one reduction, no temporary: the extremes are NaN or inf iff some value is (aminmax propagates NaN)
+    if values.numel() and not all(math.isfinite(v) for v in torch.stack(torch.aminmax(values)).tolist()):
         raise InvalidArgumentError(
             f"{name} overflow {values.dtype} (finite inputs near the largest {values.dtype} value): pass the inputs as "
             "float64 or rescale them"

@@ -10,15 +10,28 @@ from __future__ import annotations
 import torch
 
 from teamgym.algos._checks import check_ids, check_output, check_positive, check_same_length, check_values
-from teamgym.algos.grouping import Column, _centre, _radix_codes, combine_codes, group_ids, normalize_in_groups
+from teamgym.algos.grouping import (
+    Column,
+    _centre,
+    _normalize_codes,
+    _partition_codes,
+    _radix_codes,
+    group_ids,
+    normalize_in_groups,
+)
 from teamgym.algos.registry import register_advantage
 
 __all__ = ["grpo", "dr_grpo", "rloo", "at_grpo", "at_grpo_group_ids", "dr_mas", "mhgpo"]
 
 
-def _combine(*columns: torch.Tensor) -> torch.Tensor:
-    """Group codes of the key tuples (not necessarily dense; cheaper than ``combine_ids``)."""
-    return combine_codes(*columns)[0]
+def _normalize_tuples(
+    rewards: torch.Tensor, *id_columns: torch.Tensor, scale_by_std: bool, eps: float
+) -> torch.Tensor:
+    """:func:`grpo` over the groups of the key tuples, for checked columns: the codes of the tuples (not necessarily
+    dense; cheaper than ``combine_ids``) go straight to the statistics, with no second check or remap."""
+    codes, size = _partition_codes(*id_columns)
+    normalized = _normalize_codes(rewards, codes, size, scale_by_std=scale_by_std, eps=eps).to(rewards.dtype)
+    return normalized if scale_by_std else check_output("the advantages", normalized)
 
 
 @register_advantage("grpo")
@@ -106,9 +119,8 @@ def at_grpo(
     agent_ids = check_ids("agent_ids", agent_ids)
     turn_ids = check_ids("turn_ids", turn_ids)
     check_same_length(task_ids=task_ids, agent_ids=agent_ids, turn_ids=turn_ids)
-    ids = _combine(task_ids, agent_ids, turn_ids)
-    check_same_length(rewards=rewards, group_ids=ids)
-    return grpo(rewards, ids, scale_by_std=scale_by_std)
+    check_same_length(rewards=rewards, group_ids=task_ids)
+    return _normalize_tuples(rewards, task_ids, agent_ids, turn_ids, scale_by_std=scale_by_std, eps=1e-6)
 
 
 @register_advantage("dr_mas")
@@ -122,7 +134,7 @@ def dr_mas(rewards: torch.Tensor, group_ids: torch.Tensor, agent_ids: torch.Tens
     group_ids = check_ids("group_ids", group_ids)
     agent_ids = check_ids("agent_ids", agent_ids)
     check_same_length(rewards=rewards, group_ids=group_ids, agent_ids=agent_ids)
-    return normalize_in_groups(rewards, _combine(group_ids, agent_ids), scale_by_std=True, eps=1e-6)
+    return _normalize_tuples(rewards, group_ids, agent_ids, scale_by_std=True, eps=1e-6)
 
 
 @register_advantage("mhgpo")
@@ -146,4 +158,5 @@ def mhgpo(
     group_ids = check_ids("group_ids", group_ids)
     agent_ids = check_ids("agent_ids", agent_ids)
     check_same_length(rewards=rewards, group_ids=group_ids, agent_ids=agent_ids)
-    return grpo(rewards, _combine(group_ids, agent_ids), scale_by_std=scale_by_std, eps=eps)
+    check_positive("eps", eps, allow_zero=True)
+    return _normalize_tuples(rewards, group_ids, agent_ids, scale_by_std=scale_by_std, eps=eps)

@@ -1,8 +1,8 @@
 """Group ids from key columns, and vectorised per-group statistics (mean, Bessel std, size).
 
-Every group-relative estimator reduces to: turn key columns into dense int64 ids, then compute a statistic per
-group with ``index_add_`` and gather it back per row. Both steps are O(N) tensor operations except one sort
-when ids are sparse (``torch.unique``); strings are factorised with a dict (about 0.2 s per million on one
+Every group-relative estimator reduces to: turn key columns into int64 group codes, then compute a statistic per
+group with ``bincount``/``scatter_add_`` and gather it back per row. Both steps are O(N) tensor operations except
+one sort when ids are sparse (``torch.unique``); strings are factorised with a dict (about 0.2 s per million on one
 core).
 
 >>> import torch
@@ -150,6 +150,20 @@ def combine_codes(*id_columns: torch.Tensor) -> tuple[torch.Tensor, int]:
 
     Cheaper (no final remap); ``size`` stays below a few times N, so codes can index bincount/scatter tables.
     """
+    return _fold(id_columns, nested_first=False)
+
+
+def _partition_codes(*id_columns: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Like :func:`combine_codes` (the same groups), for callers that only need the grouping, not ordered codes.
+
+    Where the key range is too large to fold, whether one column is a function of the other is tested on the
+    columns as given, before any remap to dense ids (a nested column, such as anchor ids built per group, then
+    needs no remap at all). The codes can differ from :func:`combine_codes`' codes, the groups cannot.
+    """
+    return _fold(id_columns, nested_first=True)
+
+
+def _fold(id_columns: tuple[torch.Tensor, ...], *, nested_first: bool) -> tuple[torch.Tensor, int]:
     if not id_columns:
         raise InvalidArgumentError("combine_ids needs at least one id column, got none")
     check_same_length(**{f"column {i}": check_ids(f"column {i}", c) for i, c in enumerate(id_columns)})
@@ -157,16 +171,28 @@ def combine_codes(*id_columns: torch.Tensor) -> tuple[torch.Tensor, int]:
     for column in id_columns[1:]:
         codes, n = _radix_codes(check_ids("ids", column))
         limit = _bincount_limit(codes.numel())
-        if size * n >= limit:
-            (combined, size), (codes, n) = dense_ids(combined), dense_ids(codes)
         if size * n < limit:
-            combined, size = combined * n + codes, size * n
-        elif _nested(codes, n, combined, size):
+            # combined * n + codes in one pass (integer arithmetic: exact)
+            combined, size = torch.add(codes, combined, alpha=n), size * n
+            continue
+        # is one column a function of the other? Tested before the remap (nested_first: then no remap) or after it
+        # (the dense codes may fold after all); a remap keeps nesting, so one test suffices
+        tested = nested_first
+        if nested_first:
+            if _nested(codes, n, combined, size):
+                combined, size = codes, n
+                continue
+            if _nested(combined, size, codes, n):
+                continue
+        (combined, size), (codes, n) = dense_ids(combined), dense_ids(codes)
+        if size * n < limit:
+            combined, size = torch.add(codes, combined, alpha=n), size * n
+        elif not tested and _nested(codes, n, combined, size):
             combined, size = codes, n
-        elif _nested(combined, size, codes, n):
+        elif not tested and _nested(combined, size, codes, n):
             continue
         elif size * n < (1 << 62):
-            combined, size = dense_ids(combined * n + codes)
+            combined, size = dense_ids(torch.add(codes, combined, alpha=n))
         else:  # radix overflow: unique rows
             _, combined = torch.unique(torch.stack([combined, codes], 1), dim=0, return_inverse=True)
             size = int(combined.max()) + 1 if combined.numel() else 0
@@ -191,9 +217,22 @@ def _centre(values: torch.Tensor, codes: torch.Tensor, size: int) -> tuple[torch
         stats = _stats(values, codes, size)
         return stats.count, stats.centred
     x = values.to(torch.float64)
+    count, mean = _count_mean(x, codes, size)
+    return count, _minus_gathered(x, mean, codes)
+
+
+def _count_mean(x: torch.Tensor, codes: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Group sizes and means (float64) of ``x`` (float64) over codes in ``[0, size)``; empty codes get mean 0."""
     count = torch.bincount(codes, minlength=size).to(torch.float64)
-    mean = torch.bincount(codes, weights=x, minlength=size) / count.clamp_min(1.0)
-    return count, x - mean.index_select(0, codes)
+    # scatter_add_ sums in row order like bincount(weights=...), and is cheaper on CPU
+    total = torch.zeros(size, dtype=torch.float64, device=x.device).scatter_add_(0, codes, x)
+    return count, total.div_(count.clamp_min(1.0))
+
+
+def _minus_gathered(x: torch.Tensor, table: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+    """``x - table[codes]``, written over the gathered buffer (fewer fresh pages: each costs a page fault)."""
+    gathered = table.index_select(0, codes)
+    return torch.sub(x, gathered, out=gathered)
 
 
 def _exact_sums(values: torch.Tensor) -> bool:
@@ -205,18 +244,32 @@ def _exact_sums(values: torch.Tensor) -> bool:
 
 
 def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
+    """Stats over codes in ``[0, size)``; see :func:`_stats_and_spare`."""
+    return _stats_and_spare(values, codes, size)[0]
+
+
+def _stats_and_spare(values: torch.Tensor, codes: torch.Tensor, size: int) -> tuple[GroupStats, torch.Tensor | None]:
     """Stats over codes in ``[0, size)``; unused codes get count 0, mean 0, std 0.
 
     A group whose values are all equal gets centred values and std of exactly 0: its float mean can differ from the
     value by a rounding error (three 0.7s average to 0.7 - 1e-16), which a division by that std would blow up. Such a
-    spread is far below any real one, so only groups whose std is that small are compared value by value.
+    spread is far below any real one, so only groups whose std is that small are compared value by value. Narrow
+    floats need no such comparison: their float64 sums are exact (:func:`_exact_sums`), so equal values already
+    centre to exactly 0.
+
+    Also returns a float64 buffer of one value per row that is no longer needed (None if there is none), for the
+    caller's next per-row result: a reused buffer costs no fresh pages.
     """
     x = values.to(torch.float64)
-    count = torch.bincount(codes, minlength=size).to(torch.float64)
-    mean = torch.bincount(codes, weights=x, minlength=size) / count.clamp_min(1.0)
-    centred = x - mean.index_select(0, codes)
-    sq = torch.bincount(codes, weights=centred * centred, minlength=size)
-    std = torch.sqrt(sq / (count - 1).clamp_min(1.0))
+    count, mean = _count_mean(x, codes, size)
+    centred = _minus_gathered(x, mean, codes)
+    exact = _exact_sums(values)
+    # squares over x's buffer where x is a copy no longer needed (narrow floats: no constant-group check below)
+    squares = torch.mul(centred, centred, out=x) if exact else centred * centred
+    sq = torch.zeros(size, dtype=torch.float64, device=x.device).scatter_add_(0, codes, squares)
+    std = sq.div_((count - 1).clamp_min_(1.0)).sqrt_()
+    if exact:
+        return GroupStats(codes, count, mean, std, centred), x
     suspect = (std > 0) & (std <= _ROUNDING_SPREAD * mean.abs())
     if bool(suspect.any()):
         member = torch.zeros(size, dtype=torch.float64, device=x.device).index_copy_(0, codes, x)  # any member
@@ -224,7 +277,7 @@ def _stats(values: torch.Tensor, codes: torch.Tensor, size: int) -> GroupStats:
         constant = suspect & (torch.bincount(codes, weights=unequal, minlength=size) == 0)
         centred = torch.where(constant.index_select(0, codes), 0.0, centred)
         std = torch.where(constant, 0.0, std)
-    return GroupStats(codes, count, mean, std, centred)
+    return GroupStats(codes, count, mean, std, centred), None
 
 
 def group_stats(values: torch.Tensor, ids: torch.Tensor) -> GroupStats:
@@ -247,10 +300,19 @@ def normalize_in_groups(
     """``(x - mean_g) / (std_g + eps)`` (or ``x - mean_g``) per group; singleton and constant groups give exactly 0
     (for any ``eps``, 0 included)."""
     codes, size = _radix_codes(check_ids("group_ids", ids))
+    normalized = _normalize_codes(values, codes, size, scale_by_std=scale_by_std, eps=eps).to(values.dtype)
+    return normalized if scale_by_std else check_output("the advantages", normalized)
+
+
+def _normalize_codes(
+    values: torch.Tensor, codes: torch.Tensor, size: int, *, scale_by_std: bool, eps: float
+) -> torch.Tensor:
+    """:func:`normalize_in_groups` over checked codes in ``[0, size)``, in float64 (the caller casts and checks)."""
     if not scale_by_std:
-        return check_output("the advantages", _centre(values, codes, size)[1].to(values.dtype))
-    stats = _stats(values, codes, size)
-    # singleton and constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0)
-    spread = (stats.count > 1) & (stats.std > 0)
-    factor = torch.where(spread, 1.0 / (stats.std + eps), torch.zeros_like(stats.std))
-    return (stats.centred * factor.index_select(0, stats.inverse)).to(values.dtype)
+        return _centre(values, codes, size)[1]
+    stats, spare = _stats_and_spare(values, codes, size)
+    # singleton and constant groups give 0 whatever eps (eps = 0 would otherwise give 0/0); their std is exactly 0
+    # (a singleton centres to exactly 0), so std > 0 alone marks the groups with a spread
+    # (1.0 / x is reciprocal(x) * 1.0; a std is never NaN, so std == 0 is the complement of std > 0)
+    factor = (stats.std + eps).reciprocal_().masked_fill_(stats.std == 0, 0.0)
+    return torch.index_select(factor, 0, codes, out=spare).mul_(stats.centred)

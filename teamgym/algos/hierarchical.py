@@ -7,25 +7,23 @@ in, hashed without history; build it with ``group_ids(anchor_texts)``).
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
 from teamgym.algos._checks import check_ids, check_output, check_positive, check_same_length, check_values
 from teamgym.algos.grouping import (
     _bincount_limit,
+    _normalize_codes,
+    _partition_codes,
     _radix_codes,
-    combine_codes,
     dense_ids,
-    normalize_in_groups,
 )
 from teamgym.algos.registry import register_advantage
 from teamgym.errors import InvalidArgumentError
 
 __all__ = ["discounted_returns", "gigpo", "team_gigpo"]
-
-
-def _combine(*columns: torch.Tensor) -> torch.Tensor:
-    """Group codes of the key tuples (not necessarily dense; cheaper than ``combine_ids``)."""
-    return combine_codes(*columns)[0]
 
 
 def discounted_returns(
@@ -47,6 +45,9 @@ def discounted_returns(
         raise InvalidArgumentError(f"gamma must be in [0, 1], got {gamma}: GiGPO uses 0.95")
     if n == 0:
         return rewards.clone()
+    fast = _returns_by_turn_table(rewards, trajectory_ids, turn_ids, float(gamma))
+    if fast is not None:
+        return fast
     traj, n_traj = dense_ids(trajectory_ids)
     turn, n_turn = _radix_codes(turn_ids)
     if n_traj * n_turn >= _bincount_limit(n):
@@ -60,10 +61,7 @@ def discounted_returns(
         position.scatter_(0, order, torch.arange(n, device=key.device))
         n_distinct = n - int((sorted_key[1:] == sorted_key[:-1]).sum())
     if n_distinct < n:
-        raise InvalidArgumentError(
-            "turn_ids repeat within a trajectory, so the return order is ambiguous: give each row of a "
-            "trajectory a distinct turn id (for per-agent returns combine trajectory and agent ids)"
-        )
+        raise InvalidArgumentError(_REPEATED_TURNS)
     # trajectories occupy consecutive sorted positions; a row's offset in its chain is its rank among them
     length = torch.bincount(traj, minlength=n_traj)
     block_end = torch.cumsum(length, 0)
@@ -95,40 +93,115 @@ def discounted_returns(
     return check_output("discounted returns", values.index_select(0, position).to(rewards.dtype))
 
 
-def _first_row_of_unit(values: torch.Tensor, unit: torch.Tensor, name: str) -> torch.Tensor:
-    """One row index per dense unit id; checks that ``values`` is constant within each unit."""
-    n_units = int(unit.max()) + 1
-    rows = torch.zeros(n_units, dtype=torch.int64, device=unit.device)
-    rows.scatter_(0, unit, torch.arange(unit.numel(), device=unit.device))
-    spread = values.index_select(0, rows).index_select(0, unit)
-    if not torch.equal(spread, values) and not torch.allclose(spread, values, rtol=1e-6, atol=1e-6):
-        bad = int((~torch.isclose(values, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])
-        raise InvalidArgumentError(
-            f"{name} must be constant within a trajectory, but row {bad} has {values[bad].item()} and "
-            f"another row of its trajectory has {spread[bad].item()}: repeat the episode return on every row"
-        )
-    return rows
+_REPEATED_TURNS = (
+    "turn_ids repeat within a trajectory, so the return order is ambiguous: give each row of a "
+    "trajectory a distinct turn id (for per-agent returns combine trajectory and agent ids)"
+)
 
 
-def _two_level(
+def _returns_by_turn_table(
+    rewards: torch.Tensor, trajectory_ids: torch.Tensor, turn_ids: torch.Tensor, gamma: float
+) -> torch.Tensor | None:
+    """:func:`discounted_returns` for the common layout, or None: small non-negative ids whose (turn, trajectory)
+    table fits the padded-table budget, and turn ids consecutive within each trajectory (no gap), so a row's turn
+    id is its offset in its chain plus a per-trajectory constant. Then the table is indexed by the ids themselves
+    (no dense ids, no ranks); leading empty rows of a trajectory are never read, trailing ones are zero padding as
+    in the ranked table. Repeated turn ids raise here as there.
+    """
+    n = rewards.numel()
+    budget = 4 * n + (1 << 16)
+    traj, n_traj = _radix_codes(trajectory_ids)
+    turn, n_turn = _radix_codes(turn_ids)
+    if traj is not trajectory_ids or turn is not turn_ids or n_traj * n_turn > budget:
+        return None  # remapped (sparse or negative) ids, or too large a table: the ranked path
+    cell = torch.add(traj, turn, alpha=n_traj)  # turn * n_traj + traj
+    occupied = torch.bincount(cell, minlength=n_turn * n_traj)
+    if int(occupied.max()) > 1:
+        raise InvalidArgumentError(_REPEATED_TURNS)
+    occupied = occupied.view(n_turn, n_traj).bool()
+    # a gap within a trajectory starts a second run of occupied turns in its column
+    runs = int(occupied[0].sum()) + int((occupied[1:] & ~occupied[:-1]).sum())
+    if runs != int(occupied.any(0).sum()):
+        return None
+    # float32 (as verl-agent) or float64 as given; half precision is widened
+    dtype = torch.promote_types(rewards.dtype, torch.float32)
+    table = torch.zeros(n_turn * n_traj, dtype=dtype, device=cell.device)
+    table.scatter_(0, cell, rewards.to(dtype))
+    table = table.view(n_turn, n_traj)
+    for t in range(n_turn - 2, -1, -1):
+        table[t].add_(table[t + 1], alpha=gamma)
+    return check_output("discounted returns", table.view(-1).index_select(0, cell).to(rewards.dtype))
+
+
+def _flat_nonzero(mask: torch.Tensor) -> torch.Tensor:
+    """Indices of the True entries of a 1-D mask, increasing; on CPU by numpy (torch.nonzero is ~8x slower there)."""
+    if mask.device.type == "cpu":
+        return torch.from_numpy(np.flatnonzero(mask.numpy()))
+    return mask.nonzero().squeeze(1)
+
+
+def _episode_advantages(
     episode_returns: torch.Tensor,
-    step_returns: torch.Tensor,
-    episode_groups: torch.Tensor,
-    units: torch.Tensor,
-    step_groups: torch.Tensor,
-    omega: float,
+    episode_groups: tuple[torch.Tensor, int],
+    trajectory_ids: torch.Tensor,
     scale_by_std: bool,
 ) -> torch.Tensor:
-    """``A^E + omega * A^S``: GRPO over one return per unit within its episode group, plus step-group GRPO."""
-    units = dense_ids(units)[0]  # one episode value per *present* unit
-    rows = _first_row_of_unit(episode_returns, units, "episode_returns")
-    episode_adv = normalize_in_groups(
-        episode_returns.index_select(0, rows).to(torch.float64),
-        episode_groups.index_select(0, rows),
+    """``A^E`` per row (float64): GRPO over one return per unit (episode group, trajectory) within its episode group.
+
+    ``episode_groups`` is a ``(codes, size)`` pair over the rows (:func:`_partition_codes`); pass it inline, so its
+    codes can be freed once the unit codes are built (fewer fresh pages for the step level).
+    """
+    group, n_groups = episode_groups
+    del episode_groups
+    trajectory, n_trajectories = _radix_codes(trajectory_ids)
+    shift = max(n_trajectories - 1, 0).bit_length()  # trajectory codes fit in `shift` bits
+    if n_groups << shift < _bincount_limit(group.numel()):
+        # unit code = group * 2**shift + trajectory, so a unit's group is its code >> shift (no division)
+        unit, n_units = torch.add(trajectory, group, alpha=1 << shift), n_groups << shift
+        group_of_unit = None
+    else:
+        unit, n_units = _partition_codes(group, trajectory)
+        group_of_unit = torch.zeros(n_units, dtype=torch.int64, device=unit.device).scatter_(0, unit, group)
+    del group, trajectory
+    # one episode return per unit, its last row's; NaN marks codes without rows (the returns are finite)
+    unit_return = torch.full((n_units,), math.nan, dtype=episode_returns.dtype, device=unit.device)
+    unit_return.scatter_(0, unit, episode_returns)
+    spread = unit_return.index_select(0, unit)  # each row against its unit's return
+    if not torch.equal(spread, episode_returns) and not torch.allclose(
+        spread, episode_returns, rtol=1e-6, atol=1e-6
+    ):
+        bad = int((~torch.isclose(episode_returns, spread, rtol=1e-6, atol=1e-6)).nonzero()[0])
+        raise InvalidArgumentError(
+            f"episode_returns must be constant within a trajectory, but row {bad} has "
+            f"{episode_returns[bad].item()} and another row of its trajectory has {spread[bad].item()}: repeat the "
+            "episode return on every row"
+        )
+    del spread
+    present = _flat_nonzero(unit_return == unit_return)  # not NaN: the codes with rows, in increasing order
+    episode_adv = _normalize_codes(
+        unit_return.index_select(0, present),
+        present >> shift if group_of_unit is None else group_of_unit.index_select(0, present),
+        n_groups,
         scale_by_std=scale_by_std,
+        eps=1e-6,
     )
-    step_adv = normalize_in_groups(step_returns.to(torch.float64), step_groups, scale_by_std=scale_by_std)
-    return check_output("advantages", (episode_adv.index_select(0, units) + omega * step_adv).to(episode_returns.dtype))
+    by_unit = torch.zeros(n_units, dtype=torch.float64, device=unit.device).index_copy_(0, present, episode_adv)
+    return by_unit.index_select(0, unit)
+
+
+def _plus_step_level(
+    episode_adv: torch.Tensor,
+    step_returns: torch.Tensor,
+    step_groups: tuple[torch.Tensor, int],
+    omega: float,
+    scale_by_std: bool,
+    dtype: torch.dtype,
+) -> torch.Tensor:
+    """``A^E + omega * A^S`` in ``dtype``, written over ``episode_adv`` (float64 per row), checked finite."""
+    step_adv = _normalize_codes(step_returns, *step_groups, scale_by_std=scale_by_std, eps=1e-6)
+    if omega != 1.0:  # x * 1.0 is x: skip the pass
+        step_adv.mul_(omega)
+    return check_output("advantages", episode_adv.add_(step_adv).to(dtype))
 
 
 @register_advantage("gigpo")
@@ -175,9 +248,10 @@ def gigpo(
     check_positive("omega", omega, allow_zero=True)
     if n == 0:
         return episode_returns.clone()
-    units = _combine(group_ids, trajectory_ids)
-    step_groups = _combine(group_ids, anchor_ids)
-    return _two_level(episode_returns, step_returns, group_ids, units, step_groups, omega, scale_by_std)
+    groups = _radix_codes(group_ids)
+    episode_adv = _episode_advantages(episode_returns, groups, trajectory_ids, scale_by_std)
+    step_groups = _partition_codes(groups[0], anchor_ids)
+    return _plus_step_level(episode_adv, step_returns, step_groups, omega, scale_by_std, episode_returns.dtype)
 
 
 @register_advantage("team_gigpo")
@@ -228,8 +302,10 @@ def team_gigpo(
     check_positive("omega", omega, allow_zero=True)
     if n == 0:
         return episode_returns.clone()
-    episode_groups = _combine(group_ids, agent_ids)
-    units = _combine(episode_groups, trajectory_ids)
+    groups = _radix_codes(group_ids)[0]
+    episode_adv = _episode_advantages(
+        episode_returns, _partition_codes(groups, agent_ids), trajectory_ids, scale_by_std
+    )
     # (group, anchor) first: anchors are usually built per group, so that fold needs no sort
-    step_groups = _combine(_combine(group_ids, anchor_ids), agent_ids)
-    return _two_level(episode_returns, step_returns, episode_groups, units, step_groups, omega, scale_by_std)
+    step_groups = _partition_codes(_partition_codes(groups, anchor_ids)[0], agent_ids)
+    return _plus_step_level(episode_adv, step_returns, step_groups, omega, scale_by_std, episode_returns.dtype)

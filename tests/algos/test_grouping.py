@@ -86,3 +86,23 @@ def test_combine_ids_nested_and_sort_paths_match_loop():
         for a, b in ((groups, other), (other, groups)):
             ours = combine_ids(a, b).tolist()
             assert same_partition(ours, group_ids_loop(a.tolist(), b.tolist()))
+
+
+def test_partition_codes_give_the_groups_of_combine_ids():
+    """The estimators' codes (nesting tested before any remap) group rows as combine_ids does, on every path:
+    radix fold, nested either way (small or sparse inner ids), remap then fold, remap then sort."""
+    from teamgym.algos.grouping import _partition_codes
+
+    rng = np.random.default_rng(1)
+    n = 20_000
+    groups = torch.from_numpy(rng.integers(0, 5_000, n))
+    small = torch.from_numpy(rng.integers(0, 4, n))
+    nested_small = groups * 4 + small  # anchors built per group, small ids: nested before any remap
+    nested_sparse = groups * 1_000_003 + small
+    few_sparse = torch.from_numpy(rng.integers(0, 3, n)) * 10**12  # sparse but few: folds after the remap
+    unrelated = torch.from_numpy(rng.integers(-(10**12), 10**12, n))
+    for other in (small, nested_small, nested_sparse, few_sparse, unrelated):
+        for a, b in ((groups, other), (other, groups)):
+            codes, size = _partition_codes(a, b)
+            assert codes.dtype == torch.int64 and 0 <= int(codes.min()) and int(codes.max()) < size
+            assert same_partition(codes.tolist(), combine_ids(a, b).tolist())

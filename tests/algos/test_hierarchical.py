@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -124,3 +126,78 @@ def test_discounted_returns_uneven_lengths_use_the_scan_path():
     ours = discounted_returns(r, traj, turn, gamma=0.9)
     ref = discounted_returns_loop(r.tolist(), traj.tolist(), turn.tolist(), 0.9)
     np.testing.assert_allclose(ours.numpy(), ref, rtol=1e-12)
+
+
+def large_episodes(seed: int, anchors: str, n_agents: int = 1):
+    """Enough rows (2,000 groups x 4 trajectories x 5 turns) that the step-group keys do not fold by radix:
+    anchors built per group (nested: no remap needed), or drawn from one pool shared by all groups (not nested:
+    the remap and sort fallback). Trajectory ids are globally unique and sparse, so the unit codes do not fold
+    either."""
+    rng = np.random.default_rng(seed)
+    n_groups, n_traj, n_turns = 2_000, 4, 5
+    g = np.repeat(np.arange(n_groups), n_traj * n_turns * n_agents)
+    local_t = np.tile(np.repeat(np.arange(n_traj), n_turns * n_agents), n_groups)
+    a = np.tile(np.arange(n_agents), n_groups * n_traj * n_turns)
+    t = (g * n_traj + local_t) * 1_000_003 + 10**12  # unique per (group, trajectory), sparse
+    if anchors == "nested":
+        anchor = g * 10 + rng.integers(0, 4, g.size)
+    else:
+        anchor = rng.integers(0, 5_000, g.size)
+    returns = rng.integers(0, 3, (n_groups * n_traj, n_agents)).astype(np.float64)
+    ep = returns[g * n_traj + local_t, a]
+    step = rng.random(g.size)
+    order = rng.permutation(g.size)
+    return tuple(torch.from_numpy(c[order]) for c in (g, t, a, anchor, ep, step))
+
+
+@pytest.mark.parametrize("anchors", ["nested", "shared"])
+def test_gigpo_and_team_gigpo_match_loop_on_large_keys(anchors):
+    g, t, a, anchor, ep, step = large_episodes(0, anchors)
+    ours = gigpo(ep, step, g, t, anchor)
+    ref = gigpo_loop(ep.tolist(), step.tolist(), g.tolist(), t.tolist(), anchor.tolist())
+    np.testing.assert_allclose(ours.numpy(), ref, atol=1e-9)
+    g, t, a, anchor, ep, step = large_episodes(1, anchors, n_agents=2)
+    ours = team_gigpo(ep, step, g, t, a, anchor)
+    ref = team_gigpo_loop(ep.tolist(), step.tolist(), g.tolist(), t.tolist(), a.tolist(), anchor.tolist())
+    np.testing.assert_allclose(ours.numpy(), ref, atol=1e-9)
+
+
+@pytest.mark.parametrize("sparse_trajectories", [False, True])
+@pytest.mark.parametrize("n_agents", [1, 2])
+def test_gigpo_and_team_gigpo_reject_inconsistent_episode_returns_on_any_unit_codes(sparse_trajectories, n_agents):
+    """The constancy check fires whether unit codes fold by radix (small trajectory ids) or not (unique sparse
+    ones), and names a row of the bad trajectory (of the bad agent, for team GiGPO)."""
+    g, t, a, anchor, ep, step = large_episodes(2, "nested", n_agents=n_agents)
+    if not sparse_trajectories:
+        t = torch.unique(t, return_inverse=True)[1] % 4  # the trajectory within its group: small ids
+    bad = int(torch.nonzero(a == n_agents - 1)[7])
+    ep = ep.clone()
+    ep[bad] += 0.5
+    unit = (g == g[bad]) & (t == t[bad]) & (a == a[bad])
+    estimator = (lambda: gigpo(ep, step, g, t, anchor)) if n_agents == 1 else lambda: team_gigpo(ep, step, g, t, a,
+                                                                                                 anchor)
+    with pytest.raises(InvalidArgumentError, match="constant within a trajectory") as raised:
+        estimator()
+    assert unit[int(re.search(r"row (\d+)", str(raised.value)).group(1))]
+
+
+@pytest.mark.parametrize("layout", ["from zero", "shifted starts", "gaps", "sparse ids"])
+def test_discounted_returns_matches_loop_on_every_table_layout(layout):
+    """Consecutive turn ids (from 0 or any start) take the table indexed by the ids themselves; gaps or sparse ids
+    take the ranked table. Both give the loop's returns, and both refuse repeated turn ids."""
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(1, 9, 300)
+    traj = np.repeat(np.arange(300), lengths)
+    offset = np.concatenate([np.arange(k) for k in lengths])
+    turn = {"from zero": offset, "shifted starts": offset + rng.integers(0, 4, 300)[traj],
+            "gaps": offset * rng.integers(1, 3, 300)[traj], "sparse ids": offset * 10**9}[layout]
+    order = rng.permutation(traj.size)
+    traj, turn = torch.from_numpy(traj[order]), torch.from_numpy(turn[order])
+    r = torch.from_numpy(rng.normal(size=traj.numel()))
+    ours = discounted_returns(r, traj, turn, gamma=0.9)
+    np.testing.assert_allclose(ours.numpy(), discounted_returns_loop(r.tolist(), traj.tolist(), turn.tolist(), 0.9))
+    first = int(torch.nonzero(torch.from_numpy(lengths)[traj] > 1)[0])  # a row of a trajectory of 2+ turns
+    repeated = turn.clone()
+    repeated[(traj == traj[first]) & (turn != turn[first])] = turn[first]
+    with pytest.raises(InvalidArgumentError, match="distinct turn"):
+        discounted_returns(r, traj, repeated)
