@@ -71,7 +71,7 @@ class Zygote:
 
     SPARES = 2
 
-    def __init__(self, procs_fds: dict[str, int]):
+    def __init__(self, procs_fds: dict[str, int], workdir: str):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
@@ -85,6 +85,7 @@ class Zygote:
                         pass
             _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+            _jail.scrub_environ(workdir)  # once here rather than in each job process (a program's, mostly)
             gc.freeze()  # the collector of a job never walks (and so never copies) the pages it shares with us
             code = 0
             try:
