@@ -15,6 +15,10 @@ Side by side, in one run, for a trivial program and a HumanEval-style check (a f
 Reported: jobs/s (``workers`` in parallel), p50/p99 latency of one job alone on an idle pool, peak memory
 (PSS of the benchmark process and all its descendants, sampled every 20 ms), and the ratios a/b and a/c.
 Targets: a >= 3x b and a >= 0.8x c.
+
+Every pool of (a) is checked after its timed jobs: each server reports full isolation, and probe jobs on the same
+servers see it from inside (PID 1 of their namespace, a dropped uid as root, no /proc and no checkout, no network,
+seccomp refusing ``memfd_create``). A pool without it fails the run: (a)'s numbers are for the jail, never without.
 """
 
 from __future__ import annotations
@@ -58,6 +62,22 @@ print("ok")
     "ok",
 )
 TIMEOUT = 5.0
+# What a job sees of its jail; printed as JSON by each probe job (see _check_isolation).
+_PROBE = f"CHECKOUT = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r}\n" + """
+import errno, json, os, socket
+facts = {"pid": os.getpid(), "uid": os.getuid(), "proc": os.path.exists("/proc"), "checkout": os.path.exists(CHECKOUT)}
+try:
+    os.memfd_create("probe")
+    facts["memfd"] = "allowed"
+except OSError as exc:
+    facts["memfd"] = errno.errorcode.get(exc.errno, str(exc.errno))
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=1).close()
+    facts["net"] = "connected"
+except OSError as exc:
+    facts["net"] = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else type(exc).__name__
+print(json.dumps(facts))
+"""
 
 
 # (b) fresh interpreter per job, with rlimits --------------------------------------------------------------
@@ -193,6 +213,28 @@ def _latencies(run_one: Callable[[], object], n: int) -> tuple[float, float]:
     return statistics.median(times) * 1000, times[min(len(times) - 1, int(len(times) * 0.99))] * 1000
 
 
+def _check_isolation(box: Sandbox) -> None:
+    """Fail the run unless every server of ``box`` jails its jobs fully, as its jobs see it (see the docstring)."""
+    wanted = ["pid_ns", "mount_ns", "net_ns", "new_root", "zygote"] + ["uid_drop" if os.geteuid() == 0 else "user_ns"]
+    if os.uname().machine == "x86_64":
+        wanted.append("seccomp")
+    for result in box.run_many([_PROBE] * 4 * box.workers):
+        facts = json.loads(result.stdout) if result.status == "ok" else {}
+        seen = {
+            "pid_ns": facts.get("pid") == 1,
+            "uid_drop": os.geteuid() != 0 or facts.get("uid", 0) >= 1_500_000_000,
+            "new_root": facts.get("proc") is False and facts.get("checkout") is False,
+            "seccomp": "seccomp" not in wanted or facts.get("memfd") == "EPERM",
+            "net_ns": facts.get("net") in ("ENETUNREACH", "EADDRNOTAVAIL"),
+        }
+        if not all(seen.values()):
+            raise SystemExit(f"a job ran without isolation ({seen}, {result}): the benchmark is invalid")
+    for slot, server in enumerate(box._servers):  # all started by the probes (one thread per server)
+        missing = [k for k in wanted if server is None or server.isolation.get(k) is not True]
+        if missing:
+            raise SystemExit(f"server {slot} runs without {missing}: the benchmark is invalid")
+
+
 def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: int, runners: str) -> dict[str, dict]:
     code, stdin, expected = program
     jobs = [(code, stdin)] * n_jobs
@@ -208,6 +250,7 @@ def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: i
                 ]
                 wall = time.perf_counter() - start
             lat = _latencies(lambda: box.run_python(code, stdin, timeout=TIMEOUT), n_latency)
+            _check_isolation(box)
         rows["a"] = _row(outs, expected, wall, lat, mem.peak)
 
     if "b" in runners:
@@ -242,6 +285,7 @@ def bench_tests(workers: int, n_jobs: int, n_latency: int, entry_point: str | No
         lat = _latencies(
             lambda: run_matrix([function], tests, kind="assert", sandbox=box, entry_point=entry_point), n_latency
         )
+        _check_isolation(box)
     if not all(v.passed for row in matrix for v in row):
         raise SystemExit("a test failed: the benchmark is invalid")
     return {"jobs_s": n_jobs / wall, "p50": lat[0], "p99": lat[1], "mem": mem.peak}
