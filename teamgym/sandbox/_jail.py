@@ -111,7 +111,14 @@ _STREAMS = _streams()
 
 
 def python_streams() -> None:
-    """Make ``sys.stdin/stdout/stderr`` UTF-8 text streams on fds 0-2, as ``python`` would."""
+    """Make ``sys.stdin/stdout/stderr`` UTF-8 text streams on fds 0-2, as ``python`` would.
+
+    The zygote does it once (it never reads or writes them), so its clones start with them; swapping them in each job
+    process also dropped the server's own streams there, whose finalisation copied some fifty pages per job."""
+    if sys.stdin is _STREAMS[0] and sys.__stdin__ is _STREAMS[0] and sys.stdout is _STREAMS[1] and (
+        sys.__stdout__ is _STREAMS[1] and sys.stderr is _STREAMS[2] and sys.__stderr__ is _STREAMS[2]
+    ):
+        return
     sys.stdin, sys.stdout, sys.stderr = _STREAMS
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = _STREAMS
 
