@@ -37,7 +37,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The library PYTHONPATH names (benchmarks/revisions.py runs this script against a baseline that way), else this
+# checkout's, ahead of any installed teamgym.
+if not any(os.path.isdir(os.path.join(p, "teamgym")) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from teamgym.sandbox import Sandbox, run_matrix  # noqa: E402
 
