@@ -4,7 +4,10 @@
     python benchmarks/revisions.py --baseline f35bfa4 -- benchmarks/env_throughput.py --problems 40 --json
 
 The baseline revision is checked out in a temporary git worktree; the benchmark script is always the current one
-(so both revisions are measured identically), and ``PYTHONPATH`` picks the library. Rounds alternate baseline and
+(so both revisions are measured identically), and ``PYTHONPATH`` picks the library. Both libraries are byte-compiled
+first, as an installed package is: a fresh checkout would compile its modules on first import instead, which costs
+time and leaves state behind (the first ``compile()`` in a process builds the ``ast`` types, which the sandbox's
+forked processes then inherit), so that one revision would run differently from the other. Rounds alternate baseline and
 current, so load on a shared machine hits both alike. The script must print JSON rows (``--json``): a list of
 objects whose string fields name the row and whose numbers are the measurements. Printed: the median of each
 number over the rounds for both revisions, and current / baseline.
@@ -58,6 +61,8 @@ def main() -> None:
         tree = os.path.join(tmp, "tree")
         subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "-q", tree, commit], check=True)
         try:
+            for library in (tree, ROOT):
+                subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(library, "teamgym")], check=True)
             results: dict[str, list[list[dict]]] = {"baseline": [], "current": []}
             for _ in range(args.rounds):
                 results["baseline"].append(run(tree, script))

@@ -12,9 +12,15 @@ Side by side, in one run, for a trivial program and a HumanEval-style check (a f
 * (c) a bare fork per job from a warm worker that ``exec``s the code, no isolation and no limits (the CURE
   pattern; the speed of light for any forking design), ``workers`` processes.
 
-Reported: jobs/s (``workers`` in parallel), p50/p99 latency of one job alone on an idle pool, peak memory
-(PSS of the benchmark process and all its descendants, sampled every 20 ms), and the ratios a/b and a/c.
+Reported: jobs/s (``workers`` in parallel), CPU per job during that run (ms; (a): servers, zygotes, job processes
+and the host's threads, (c): workers and their job forks, both with the benchmark process's own CPU but not the
+memory sampler's; not for (b)), p50/p99 latency of one job alone on an idle pool, peak memory (PSS of the benchmark
+process and all its descendants, sampled every 20 ms), and the ratios a/b and a/c.
 Targets: a >= 3x b and a >= 0.8x c.
+
+Every pool of (a) is checked after its timed jobs: each server reports full isolation, and probe jobs on the same
+servers see it from inside (PID 1 of their namespace, a dropped uid as root, no /proc and no checkout, no network,
+seccomp refusing ``memfd_create``). A pool without it fails the run: (a)'s numbers are for the jail, never without.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,7 +37,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The library PYTHONPATH names (benchmarks/revisions.py runs this script against a baseline that way), else this
+# checkout's, ahead of any installed teamgym.
+if not any(os.path.isdir(os.path.join(p, "teamgym")) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from teamgym.sandbox import Sandbox, run_matrix  # noqa: E402
 
@@ -58,6 +68,22 @@ print("ok")
     "ok",
 )
 TIMEOUT = 5.0
+# What a job sees of its jail; printed as JSON by each probe job (see _check_isolation).
+_PROBE = f"CHECKOUT = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r}\n" + """
+import errno, json, os, socket
+facts = {"pid": os.getpid(), "uid": os.getuid(), "proc": os.path.exists("/proc"), "checkout": os.path.exists(CHECKOUT)}
+try:
+    os.memfd_create("probe")
+    facts["memfd"] = "allowed"
+except OSError as exc:
+    facts["memfd"] = errno.errorcode.get(exc.errno, str(exc.errno))
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=1).close()
+    facts["net"] = "connected"
+except OSError as exc:
+    facts["net"] = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else type(exc).__name__
+print(json.dumps(facts))
+"""
 
 
 # (b) fresh interpreter per job, with rlimits --------------------------------------------------------------
@@ -145,6 +171,7 @@ class PeakMemory:
 
     def __init__(self) -> None:
         self.peak = 0.0
+        self.cpu = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -159,6 +186,7 @@ class PeakMemory:
     def _run(self) -> None:
         while not self._stop.wait(0.02):
             self.peak = max(self.peak, _tree_pss_mb(os.getpid()))
+        self.cpu = time.thread_time()  # this sampler's own CPU, left out of the runners' CPU per job
 
 
 def _tree_pss_mb(root: int) -> float:
@@ -183,6 +211,35 @@ def _tree_pss_mb(root: int) -> float:
     return total / 1024
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _pid_cpu(pid: int | None, reaped: bool) -> float:
+    """CPU seconds of ``pid`` (and, with ``reaped``, of its children it has reaped)."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11 : 15 if reaped else 13]) / _TICK
+
+
+def _sandbox_cpu(box: Sandbox) -> float:
+    """CPU seconds so far of ``box``'s servers, their zygotes and the job processes the servers reaped, plus this
+    process (the host side: its pool threads)."""
+    host = os.times()
+    total = host.user + host.system
+    for server in box._servers:
+        if server is not None:
+            total += _pid_cpu(server.proc.pid, True) + _pid_cpu(server.zygote_pid, False)
+    return total
+
+
+def _fork_cpu() -> float:
+    """CPU seconds so far of this process and its reaped descendants ((c)'s workers wait for their job forks)."""
+    own, children = os.times(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.user + own.system + children.ru_utime + children.ru_stime
+
+
 def _latencies(run_one: Callable[[], object], n: int) -> tuple[float, float]:
     times = []
     for _ in range(n):
@@ -191,6 +248,28 @@ def _latencies(run_one: Callable[[], object], n: int) -> tuple[float, float]:
         times.append(time.perf_counter() - start)
     times.sort()
     return statistics.median(times) * 1000, times[min(len(times) - 1, int(len(times) * 0.99))] * 1000
+
+
+def _check_isolation(box: Sandbox) -> None:
+    """Fail the run unless every server of ``box`` jails its jobs fully, as its jobs see it (see the docstring)."""
+    wanted = ["pid_ns", "mount_ns", "net_ns", "new_root", "zygote"] + ["uid_drop" if os.geteuid() == 0 else "user_ns"]
+    if os.uname().machine == "x86_64":
+        wanted.append("seccomp")
+    for result in box.run_many([_PROBE] * 4 * box.workers):
+        facts = json.loads(result.stdout) if result.status == "ok" else {}
+        seen = {
+            "pid_ns": facts.get("pid") == 1,
+            "uid_drop": os.geteuid() != 0 or facts.get("uid", 0) >= 1_500_000_000,
+            "new_root": facts.get("proc") is False and facts.get("checkout") is False,
+            "seccomp": "seccomp" not in wanted or facts.get("memfd") == "EPERM",
+            "net_ns": facts.get("net") in ("ENETUNREACH", "EADDRNOTAVAIL"),
+        }
+        if not all(seen.values()):
+            raise SystemExit(f"a job ran without isolation ({seen}, {result}): the benchmark is invalid")
+    for slot, server in enumerate(box._servers):  # all started by the probes (one thread per server)
+        missing = [k for k in wanted if server is None or server.isolation.get(k) is not True]
+        if missing:
+            raise SystemExit(f"server {slot} runs without {missing}: the benchmark is invalid")
 
 
 def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: int, runners: str) -> dict[str, dict]:
@@ -202,13 +281,14 @@ def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: i
         with Sandbox(workers=workers) as box:
             box.run_many([{"code": code, "stdin": stdin}] * workers * 2)  # start the servers
             with PeakMemory() as mem:
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), _sandbox_cpu(box)
                 outs = [
                     r.stdout for r in box.run_many([{"code": c, "stdin": s, "timeout": TIMEOUT} for c, s in jobs])
                 ]
-                wall = time.perf_counter() - start
+                wall, cpu = time.perf_counter() - start, _sandbox_cpu(box) - cpu
             lat = _latencies(lambda: box.run_python(code, stdin, timeout=TIMEOUT), n_latency)
-        rows["a"] = _row(outs, expected, wall, lat, mem.peak)
+            _check_isolation(box)
+        rows["a"] = _row(outs, expected, wall, lat, mem.peak, cpu - mem.cpu)
 
     if "b" in runners:
         with PeakMemory() as mem, ThreadPoolExecutor(workers) as pool:
@@ -219,10 +299,11 @@ def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: i
 
     if "c" in runners:
         with PeakMemory() as mem:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), _fork_cpu()
             outs = _bare_pool(jobs, workers)
-            wall = time.perf_counter() - start
-        rows["c"] = _row(outs, expected, wall, _latencies(lambda: _bare_job(code, stdin), n_latency), mem.peak)
+            wall, cpu = time.perf_counter() - start, _fork_cpu() - cpu
+        lat = _latencies(lambda: _bare_job(code, stdin), n_latency)
+        rows["c"] = _row(outs, expected, wall, lat, mem.peak, cpu - mem.cpu)
     return rows
 
 
@@ -242,16 +323,20 @@ def bench_tests(workers: int, n_jobs: int, n_latency: int, entry_point: str | No
         lat = _latencies(
             lambda: run_matrix([function], tests, kind="assert", sandbox=box, entry_point=entry_point), n_latency
         )
+        _check_isolation(box)
     if not all(v.passed for row in matrix for v in row):
         raise SystemExit("a test failed: the benchmark is invalid")
     return {"jobs_s": n_jobs / wall, "p50": lat[0], "p99": lat[1], "mem": mem.peak}
 
 
-def _row(outs: list[str], expected: str, wall: float, lat: tuple[float, float], peak: float) -> dict:
+def _row(
+    outs: list[str], expected: str, wall: float, lat: tuple[float, float], peak: float, cpu: float | None = None
+) -> dict:
     wrong = sum(o.strip() != expected for o in outs)
     if wrong:
         raise SystemExit(f"{wrong} wrong outputs: the benchmark is invalid")
-    return {"jobs_s": len(outs) / wall, "p50": lat[0], "p99": lat[1], "mem": peak}
+    cpu_ms = cpu * 1000 / len(outs) if cpu is not None else None
+    return {"jobs_s": len(outs) / wall, "cpu_ms": cpu_ms, "p50": lat[0], "p99": lat[1], "mem": peak}
 
 
 def main() -> None:
@@ -287,12 +372,13 @@ def main() -> None:
         f"isolation: {', '.join(k for k, v in iso.items() if v is True)}"
     )
     print()
-    print("| program | workers | runner | jobs/s | p50 ms | p99 ms | peak PSS MiB | a / this |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| program | workers | runner | jobs/s | CPU ms/job | p50 ms | p99 ms | peak PSS MiB | a / this |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ratio = f"{r['a_over']:.2f}x" if r.get("a_over") else ""
+        cpu = f"{r['cpu_ms']:.2f}" if r.get("cpu_ms") is not None else ""
         print(
-            f"| {r['program']} | {r['workers']} | {r['runner']} | {r['jobs_s']:.0f} | {r['p50']:.1f} | "
+            f"| {r['program']} | {r['workers']} | {r['runner']} | {r['jobs_s']:.0f} | {cpu} | {r['p50']:.1f} | "
             f"{r['p99']:.1f} | {r['mem']:.0f} | {ratio} |"
         )
 

@@ -34,6 +34,19 @@ _SECCOMP_MODE_FILTER = 2
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc_gil = ctypes.PyDLL(None, use_errno=True)  # holds the GIL across clone(), like os.fork does
 _libc_gil.syscall.restype = ctypes.c_long
+_MACHINE = os.uname().machine
+# Resolved and typed once here (in the server), so a job process only calls them: each lookup or conversion a job
+# process makes writes pages it shares with the zygote, and every such page is copied for it.
+_syscall = _libc_gil["syscall"]
+_syscall.restype = ctypes.c_long
+_syscall.argtypes = [ctypes.c_long, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_ulong]
+_prctl = _libc["prctl"]
+_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_capset = _libc["capset"]
+_capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+_before_fork = ctypes.pythonapi.PyOS_BeforeFork
+_after_fork_child = ctypes.pythonapi.PyOS_AfterFork_Child
+_after_fork_parent = ctypes.pythonapi.PyOS_AfterFork_Parent
 
 STATUS_FD = 3  # in every job process: the ready byte, then its records (one JSON object per line)
 SPEC_FD = 4  # what the process is to do (JSON), read and closed before any job code runs
@@ -42,7 +55,7 @@ READY = b"R"  # written on STATUS_FD once the jail is up: any failure after it i
 
 def can_clone() -> bool:
     """Whether :func:`clone` can make a sibling (``CLONE_PARENT``) in new namespaces on this machine."""
-    return os.uname().machine in _SYS_CLONE
+    return _MACHINE in _SYS_CLONE
 
 
 def clone(flags: int) -> int:
@@ -51,15 +64,13 @@ def clone(flags: int) -> int:
     Raises:
         OSError: the kernel refused (EAGAIN, EPERM for namespaces...).
     """
-    api = ctypes.pythonapi
-    api.PyOS_BeforeFork()
-    number = _SYS_CLONE[os.uname().machine]
-    pid = _libc_gil.syscall(number, ctypes.c_ulong(flags | _SIGCHLD), None, None, None, ctypes.c_ulong(0))
-    err = ctypes.get_errno()
+    _before_fork()
+    pid = _syscall(_SYS_CLONE[_MACHINE], flags | _SIGCHLD, None, None, None, 0)
     if pid == 0:
-        api.PyOS_AfterFork_Child()
+        _after_fork_child()
         return 0
-    api.PyOS_AfterFork_Parent()
+    err = ctypes.get_errno()
+    _after_fork_parent()
     if pid < 0:
         raise OSError(err, f"clone(0x{flags:x}): {os.strerror(err)}")
     return pid
@@ -100,9 +111,46 @@ _STREAMS = _streams()
 
 
 def python_streams() -> None:
-    """Make ``sys.stdin/stdout/stderr`` UTF-8 text streams on fds 0-2, as ``python`` would."""
+    """Make ``sys.stdin/stdout/stderr`` UTF-8 text streams on fds 0-2, as ``python`` would.
+
+    The zygote does it once (it never reads or writes them), so its clones start with them; swapping them in each job
+    process also dropped the server's own streams there, whose finalisation copied some fifty pages per job."""
+    if sys.stdin is _STREAMS[0] and sys.__stdin__ is _STREAMS[0] and sys.stdout is _STREAMS[1] and (
+        sys.__stdout__ is _STREAMS[1] and sys.stderr is _STREAMS[2] and sys.__stderr__ is _STREAMS[2]
+    ):
+        return
     sys.stdin, sys.stdout, sys.stderr = _STREAMS
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = _STREAMS
+
+
+_scrubbed_for: str | None = None  # the cwd whose job environment this process holds (None: not scrubbed)
+
+
+def scrub_environ(cwd: str) -> None:
+    """Make the environment (``os.environ`` and the C one) exactly a job's whose working directory is ``cwd``.
+
+    The zygote does it once, so that its clones start with it; a job process then only fixes ``HOME`` and
+    ``TMPDIR`` when its role works elsewhere (same keys, same order: it ends up with the same environment).
+    """
+    global _scrubbed_for
+    if _scrubbed_for is not None:
+        if _scrubbed_for != cwd:
+            os.environ["HOME"] = cwd
+            os.environ["TMPDIR"] = cwd
+            _scrubbed_for = cwd
+        return
+    os.environ.clear()
+    os.environ.update(
+        {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": cwd,
+            "TMPDIR": cwd,
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "PYTHONIOENCODING": "utf-8",
+        }
+    )
+    _scrubbed_for = cwd
 
 
 def enter(jail: dict) -> None:
@@ -119,18 +167,8 @@ def enter(jail: dict) -> None:
         os.setresuid(jail["uid"], jail["uid"], jail["uid"])
     _drop_capabilities()
     # Die with the server (set after the uid change, which clears it). The server's startup sweep covers the race.
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    os.environ.clear()
-    os.environ.update(
-        {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": jail["cwd"],
-            "TMPDIR": jail["cwd"],
-            "LANG": "C.UTF-8",
-            "PYTHONHASHSEED": "0",
-            "PYTHONIOENCODING": "utf-8",
-        }
-    )
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    scrub_environ(jail["cwd"])
     if jail["seccomp"]:
         install_seccomp()
 
@@ -165,13 +203,14 @@ class _CapData(ctypes.Structure):
 
 
 _CAP_HEADER, _CAP_DATA = _CapHeader(0x20080522, 0), (_CapData * 2)()  # every set empty
+_CAP_ARGS = (ctypes.addressof(_CAP_HEADER), ctypes.addressof(_CAP_DATA))
 
 
 def _drop_capabilities() -> None:
     """Empty every capability set (also inside a user namespace, where a uid change would not) and forbid
     regaining privileges through setuid binaries."""
-    _check(_libc.capset(ctypes.byref(_CAP_HEADER), ctypes.byref(_CAP_DATA)), "capset")
-    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    _check(_capset(*_CAP_ARGS), "capset")
+    _check(_prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
 
 
 # ------------------------------------------------------------------------------------------------ seccomp
@@ -235,7 +274,7 @@ def seccomp_program() -> bytes:
 
 
 def seccomp_supported() -> bool:
-    return os.uname().machine == "x86_64"
+    return _MACHINE == "x86_64"
 
 
 class _Prog(ctypes.Structure):
@@ -245,8 +284,9 @@ class _Prog(ctypes.Structure):
 _PROGRAM = seccomp_program()
 _FILTER = ctypes.create_string_buffer(_PROGRAM, len(_PROGRAM))  # built once in the server
 _PROG = _Prog(len(_PROGRAM) // 8, ctypes.cast(_FILTER, ctypes.c_void_p))
+_PROG_ADDRESS = ctypes.addressof(_PROG)
 
 
 def install_seccomp() -> None:
     """Install :func:`seccomp_program` on the calling thread (needs ``no_new_privs``)."""
-    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(_PROG), 0, 0), "seccomp")
+    _check(_prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, _PROG_ADDRESS, 0, 0), "seccomp")

@@ -98,7 +98,7 @@ class Server:
             if folder not in sys.path:
                 sys.path.append(folder)
         procs = {role: self.cgroups.procs_fd(role) for role in _cgroup.ROLES} if self.cgroups else {}
-        self.zygote = _zygote.Zygote(procs) if _jail.can_clone() else None
+        self.zygote = _zygote.Zygote(procs, self.workdir) if _jail.can_clone() else None
         for fd in procs.values():  # the zygote holds them; a server without one forks children itself (no cgroups)
             os.close(fd)
         self.config = {

@@ -64,6 +64,81 @@ def test_cwd_is_private_and_writable(box: Sandbox) -> None:
     assert first.stdout == second.stdout == "['f'] data\n"  # the second job does not see the first's file
 
 
+_LEAVER = """
+import builtins, json, math, os, random, sys, threading, time
+open("left.txt", "w").write("x")
+os.environ["LEFT"] = "1"
+os.environ["HOME"] = "/elsewhere"
+os.putenv("LEFT_C", "1")
+math.left = builtins.left = json.left = 1
+random.seed(0)
+sys.modules["left_module"] = math
+sys.stdout.write("unflushed")
+threading.Thread(target=time.sleep, args=(2,), daemon=False).start()
+"""
+_LOOKER = """
+import builtins, ctypes, json, math, os, random, sys, threading
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+print(json.dumps({
+    "files": os.listdir("."),
+    "environ": dict(os.environ),
+    "c_environ": {k: (libc.getenv(k.encode()) or b"").decode() for k in ("LEFT", "LEFT_C", "HOME", "TMPDIR", "PATH")},
+    "globals": [hasattr(m, "left") for m in (math, builtins, json)] + ["left_module" in sys.modules],
+    "threads": threading.active_count(),
+    "random": random.random(),
+}))
+"""
+_JOB_ENVIRON = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "{cwd}",
+    "TMPDIR": "{cwd}",
+    "LANG": "C.UTF-8",
+    "PYTHONHASHSEED": "0",
+    "PYTHONIOENCODING": "utf-8",
+}
+
+
+def test_nothing_a_job_leaves_reaches_the_next_job() -> None:
+    """Every job process is a fresh clone of the zygote, which the jobs never touch: what one job leaves behind
+    (files, environment, module globals, a running thread, a seeded random, unflushed output) is not in the next one,
+    and each starts with exactly the scrubbed environment, in its C ``environ`` too."""
+    with Sandbox(workers=1) as box:
+        results = box.run_many([_LEAVER, _LOOKER] * 4)
+        new_root = box.isolation["mount_ns"]
+    for leaver, looker in zip(results[::2], results[1::2], strict=True):
+        assert leaver.status == "ok" and leaver.stdout == "unflushed"
+        assert looker.status == "ok", looker
+        seen = json.loads(looker.stdout)
+        if new_root:  # else the working directory is a host folder of the server's
+            assert list(seen["environ"].items()) == [(k, v.format(cwd="/job")) for k, v in _JOB_ENVIRON.items()]
+            path = _JOB_ENVIRON["PATH"]
+            assert seen["c_environ"] == {"LEFT": "", "LEFT_C": "", "HOME": "/job", "TMPDIR": "/job", "PATH": path}
+        assert seen["files"] == []
+        assert seen["globals"] == [False, False, False, False]
+        assert seen["threads"] == 1
+    assert len({json.loads(r.stdout)["random"] for r in results[1::2]}) == 4  # reseeded in every job
+
+
+def test_a_judge_starts_with_its_own_scrubbed_environment() -> None:
+    """A judge works in ``/`` (a program in its ``/job``): its environment says so, in order, and nothing else."""
+    from teamgym.sandbox import run_tests
+
+    test = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None)\n"
+        "libc.getenv.restype = ctypes.c_char_p\n"
+        f"assert list(os.environ.items()) == {list(_JOB_ENVIRON.items())!r}".replace("{cwd}", "/") + "\n"
+        "assert libc.getenv(b'HOME') == libc.getenv(b'TMPDIR') == b'/'"
+    )
+    with Sandbox(workers=1) as box:
+        if not box.isolation["mount_ns"]:
+            pytest.skip("the judge works in / only inside the new root")
+        for _ in range(3):  # program and judge processes alternate on one zygote
+            verdicts = run_tests("def f():\n    return 1", [test, "assert f() == 1"], kind="assert", sandbox=box)
+            assert [v.status for v in verdicts] == ["passed", "passed"], verdicts
+
+
 def test_same_program_same_result(box: Sandbox) -> None:
     code = "print(set('abcdefgh'), hash('x'))"
     results = box.run_many([code] * 8)
