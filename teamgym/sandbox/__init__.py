@@ -59,7 +59,7 @@ from teamgym.sandbox.harness import (
     run_tests,
 )
 from teamgym.sandbox.pool import Sandbox, default_sandbox, package_paths
-from teamgym.sandbox.prefetch import Program, WireProgram, lookup, prefetched, run_programs, run_wire
+from teamgym.sandbox.prefetch import Program, WireProgram, lookup, prefetched, run_programs, run_wire, serve
 from teamgym.sandbox.result import STATUSES, ExecResult, Job, Status
 
 __all__ = [
@@ -131,11 +131,5 @@ def run_many(
     Inside :func:`prefetched`, the programs run ahead of time are not run again.
     """
     packages = tuple(packages)
-    wanted = [Job.coerce(job) for job in jobs]
-    results = [lookup(job, packages) for job in wanted]
-    missing = [i for i, done in enumerate(results) if done is None]
-    if missing:
-        ran = default_sandbox(workers, packages).run_many([wanted[i] for i in missing])
-        for i, result in zip(missing, ran, strict=True):
-            results[i] = result
-    return results  # type: ignore[return-value]
+    return serve([Job.coerce(job) for job in jobs], lambda job: lookup(job, packages),
+                 lambda missing: default_sandbox(workers, packages).run_many(missing))

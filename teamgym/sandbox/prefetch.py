@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,13 +101,19 @@ def run_wire(jobs: Sequence[Mapping[str, Any]], workers: int | None = None, pack
     """Run server-format job dicts (:func:`teamgym.sandbox.matrix_jobs`) on the shared sandbox; the server's result
     dicts in job order. Inside :func:`prefetched`, the jobs run ahead of time are not run again."""
     packages = tuple(packages)
-    results = [lookup_wire(job, packages) for job in jobs]
+    return serve(list(jobs), lambda job: lookup_wire(job, packages),
+                 lambda missing: default_sandbox(workers, packages).run_wire([dict(job) for job in missing]))
+
+
+def serve(jobs: Sequence[Any], find: Callable[[Any], Any], run: Callable[[list[Any]], list[Any]]) -> list[Any]:
+    """Each job's result in order: the prefetched one ``find`` gives, else from one ``run`` call for all the jobs
+    without one (not made when every job was prefetched)."""
+    results = [find(job) for job in jobs]
     missing = [i for i, done in enumerate(results) if done is None]
     if missing:
-        ran = default_sandbox(workers, packages).run_wire([dict(jobs[i]) for i in missing])
-        for i, result in zip(missing, ran, strict=True):
+        for i, result in zip(missing, run([jobs[i] for i in missing]), strict=True):
             results[i] = result
-    return results  # type: ignore[return-value]
+    return results
 
 
 _installed = threading.local()
