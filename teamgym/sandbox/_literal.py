@@ -6,9 +6,10 @@ nothing but the built-in ``print`` and cannot fail: its output is a function of 
 that output in the host **without executing anything** (``ast.parse``, then :func:`ast.literal_eval` of each bound
 value), so the job skips its jail: a fork, namespaces and an interpreter's work, several milliseconds of CPU each.
 
-A source that does not compile gets the jail's answer too: ``compile`` (its parser only; nothing runs) raises the
-``SyntaxError`` that the jail's runner would print, and the host formats it the same way (status ``error``, exit
-code 1).
+A source that does not parse gets the jail's answer too: ``ast.parse`` runs the parser that the jail's ``compile``
+runs first (nothing runs) and raises the same ``SyntaxError``, which the host formats as the jail's runner prints it
+(status ``error``, exit code 1). Errors the compiler finds after parsing (``return`` outside a function) go to the
+jail.
 
 The accepted shape is narrow on purpose; anything else returns ``None`` and runs in the sandbox as usual:
 
@@ -48,13 +49,11 @@ def answer(job: Job) -> ExecResult | None:
     if len(code) > MAX_CODE or not code.isascii() or _ODD_ESCAPE.search(code):
         return None
     try:
-        tree = ast.parse(code, "solution.py")
-    except SyntaxError:
-        tree = None  # formatted outside this handler, so that the exception has no context, as in the jail
-    except Exception:  # ValueError (NUL bytes), RecursionError, MemoryError: the jail reports those
+        tree = ast.parse(code, "solution.py")  # the parser the jail's compile() runs first
+    except SyntaxError as exc:  # IndentationError and TabError too
+        return _syntax_error(job, exc)
+    except Exception:  # ValueError, RecursionError, MemoryError: the jail reports those
         return None
-    if tree is None:
-        return _syntax_error(job)
     bound: dict[str, Any] = {}
     lines: list[str] = []
     for statement in tree.body:
@@ -90,17 +89,10 @@ _NOT_LITERAL = object()
 _ODD_ESCAPE = re.compile(r"\\(?![\n\\'\"abfnrtvxNuU0-7])")
 
 
-def _syntax_error(job: Job) -> ExecResult | None:
-    """What the jail reports for a source that does not compile: the program's runner compiles it as
-    ``solution.py`` and prints the exception without its own frame (``_program.run``)."""
-    try:
-        compile(job.code, "solution.py", "exec")
-    except SyntaxError as exc:  # IndentationError and TabError too
-        stderr = "".join(traceback.format_exception(type(exc), exc, None))
-    except Exception:
-        return None
-    else:
-        return None
+def _syntax_error(job: Job, exc: SyntaxError) -> ExecResult | None:
+    """What the jail reports for a source that does not parse: the program's runner compiles it as ``solution.py``
+    and prints the exception without its own frame or context (``_program.run``)."""
+    stderr = "".join(traceback.format_exception(type(exc), exc, None, chain=False))
     if not stderr.isascii() or len(stderr) > job.output_limit:
         return None
     return ExecResult(status="error", stdout="", stderr=stderr, returncode=1, duration=0.0)
