@@ -363,7 +363,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         parsed_tests = parse_tests(action, style=problem.style, max_tests=self.max_tests)
         if parsed_tests.problem:
             return []
-        if self.num_mutants and self.golden(problem) is not None and self._mutant_key(problem) not in _MUTANT_CACHE:
+        if self._mutant_key(problem) not in _MUTANT_CACHE and self.num_mutants and self.golden(problem) is not None:
             return []  # the step finds the mutants first, in the sandbox: declaring must not run or change anything
         return declare(problem, self._judged_programs()[0], [parsed_tests.tests], timeout=self.timeout)
 
