@@ -45,12 +45,12 @@ class TrainConfig:
         env_id: registered env to train on.
         env_kwargs: options for ``teamgym.make`` (merged over the preset's; e.g. ``{"size": 4}``).
         algo: advantage estimator by name (``teamgym.train.estimators.ESTIMATORS``). Tree rollout: ``at_grpo``
-            (default; groups = tree nodes), ``treerl`` (TreeRL on the sampling tree, unchosen candidates continued
+            (groups = tree nodes), ``treerl`` (TreeRL on the sampling tree, unchosen candidates continued
             to the end). Trajectory rollout: ``grpo``, ``dr_grpo``, ``rloo`` (one outcome per trajectory, groups =
             the task's trajectories), ``dr_mas`` (groups = (task, agent) over every invocation), ``mhgpo`` (groups =
             (task, agent type), one sample per trajectory), ``gigpo``, ``team_gigpo``. Either: ``spo``,
             ``spo_per_agent`` (SPO value trackers, saved in checkpoints). Trajectory rollout with a learned critic:
-            ``turn_ppo`` (Turn-PPO: GAE over each role's turns; the ``critic`` section) and ``marft`` (MARFT:
+            ``turn_ppo`` (default; Turn-PPO: GAE over each role's turns; the ``critic`` section) and ``marft`` (MARFT:
             per-role adapters, GAE over the team's turns, action-level PPO; :meth:`from_dict` fills in its recipe).
             See docs/training.md, "Estimators".
         rollout: how each step samples: ``auto`` (default: the algo's rollout; trajectory for the SPO trackers),
@@ -69,8 +69,8 @@ class TrainConfig:
             algo's need: for the SPO trackers, which keep a baseline per task, ``round(tasks_per_step / (1 -
             spo_rho))`` (64 by default: a task comes back about once per tracker memory ``1 / (1 - rho)`` steps, as
             SPO revisits a finite prompt set), else 0. The SFT warm start always draws from the whole range.
-        group_size: trajectory rollout: episodes per task (GiGPO's group size G; verl-agent uses 8; default 4 to
-            match the tree's K at equal budget). ``gigpo``/``team_gigpo`` need >= 2; SPO works with 1 (its one
+        group_size: trajectory rollout: episodes per task (GiGPO's group size G; verl-agent uses 8; default 3: 8 tasks
+            x 3 episodes generate about as many completions per step as AT-GRPO's tree at K = 4). ``gigpo``/``team_gigpo`` need >= 2; SPO works with 1 (its one
             response per prompt).
         gamma: discount of GiGPO's step returns ``G_t = r_t + gamma * G_{t+1}`` (GiGPO: 0.95), in [0, 1].
         omega: weight of GiGPO's step-level advantage, ``A = A^E + omega * A^S`` (GiGPO: 1.0; 0 = episode GRPO).
@@ -149,14 +149,14 @@ class TrainConfig:
 
     env_id: str = "plan_path-v0"
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    algo: str = "at_grpo"
+    algo: str = "turn_ppo"
     rollout: str = "auto"
     steps: int = 80
     output_dir: str = "runs/plan_path"
     seed: int = 0
     tasks_per_step: int = 8
     task_pool: int | None = None
-    group_size: int = 4
+    group_size: int = 3
     gamma: float = 0.95
     omega: float = 1.0
     spo_reward: str = "success"
@@ -166,8 +166,8 @@ class TrainConfig:
     prompt_format: str = "compact"
     model: str = "tiny"
     n_layer: int = 2
-    n_embd: int = 64
-    n_head: int = 2
+    n_embd: int = 128
+    n_head: int = 4
     shared_model: bool = True
     lora_rank: int = 0
     role_adapters: bool = False
@@ -177,11 +177,11 @@ class TrainConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     critic: CriticConfig = field(default_factory=CriticConfig)
     vllm: VLLMSettings = field(default_factory=VLLMSettings)
-    sft_steps: int = 300
+    sft_steps: int = 1000
     sft_lr: float = 3e-3
     sft_batch_size: int = 32
-    sft_tasks: int = 300
-    sft_schedule: str = "constant"
+    sft_tasks: int = 3000
+    sft_schedule: str = "cosine"
     eval_tasks: int = 200
     eval_every: int = 20
     heldout_offset: int = 1_000_000

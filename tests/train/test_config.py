@@ -76,8 +76,14 @@ def test_cli_unknown_set_field_is_named(tmp_path):
 
 
 def test_defaults_are_the_embedded_main_job():
+    """The README's main job: the steadier warm start (width 128, 1,000 cosine SFT steps on 3,000 tasks), then
+    Turn-PPO with 3 episodes per task (docs/training.md, "The main job")."""
     config = TrainConfig()
-    assert (config.env_id, config.algo, config.tree.k, config.tree.strategy) == ("plan_path-v0", "at_grpo", 4, "greedy")
+    assert (config.env_id, config.algo, config.rollout_mode, config.group_size) == ("plan_path-v0", "turn_ppo",
+                                                                                   "trajectory", 3)
+    assert (config.n_embd, config.n_head, config.sft_steps, config.sft_tasks, config.sft_schedule) == (
+        128, 4, 1000, 3000, "cosine")
+    assert config == TrainConfig.from_dict({})
 
 
 def test_the_documented_gpu_configs_are_valid(tmp_path):
