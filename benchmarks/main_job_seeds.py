@@ -21,16 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-
-def bootstrap_ci(values: list[float], *, rounds: int = 10_000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile bootstrap interval of the mean of ``values``."""
-    data = np.asarray(values, dtype=float)
-    if len(data) < 2:
-        return float(data.mean()), float(data.mean())
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, len(data), size=(rounds, len(data)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _stats import bootstrap_ci  # noqa: E402
 
 
 def _cell(values: list[float]) -> str:

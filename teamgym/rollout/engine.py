@@ -96,6 +96,7 @@ class RolloutResult:
         continuations: one summary per continued candidate (``TreeSampling.continue_unchosen``), likewise; not
             counted in :attr:`success_rate`, which follows the episodes' chosen paths.
         completions: completions generated (the sampling budget spent).
+        completion_tokens: tokens in those completions (each completion's ``token_ids``, an end token included).
         generate_seconds: wall time inside ``sampler.generate``.
         env_seconds: time in env calls (reset, prompts, expansion with the sandbox, summaries). With ``waves > 1``
             most of it overlaps generation: ``total_seconds - generate_seconds`` is the time outside generation.
@@ -106,6 +107,7 @@ class RolloutResult:
     episodes: list[dict[str, Any]]
     continuations: list[dict[str, Any]] = field(default_factory=list)
     completions: int = 0
+    completion_tokens: int = 0
     generate_seconds: float = 0.0
     env_seconds: float = 0.0
     total_seconds: float = 0.0
@@ -192,7 +194,7 @@ class RolloutEngine:
         elif len(seeds) != len(task_ids):
             raise InvalidArgumentError(f"{len(seeds)} seeds for {len(task_ids)} task ids: give one seed per episode")
         start = time.perf_counter()
-        timing = {"generate": 0.0, "env": 0.0, "completions": 0}
+        timing = {"generate": 0.0, "env": 0.0, "completions": 0, "completion_tokens": 0}
         self.slots.ensure(len(task_ids))
         agents = self._env_call(timing, "reset", [(i, (t, int(s))) for i, (t, s) in
                                                   enumerate(zip(task_ids, seeds, strict=True))])
@@ -223,7 +225,8 @@ class RolloutEngine:
         return RolloutResult(
             batch=AgentTurnBatch.from_rows(rows), episodes=[play.episodes[i] for i in roots],
             continuations=[play.episodes[i] for i in forks], completions=int(timing["completions"]),
-            generate_seconds=timing["generate"], env_seconds=timing["env"], total_seconds=time.perf_counter() - start,
+            completion_tokens=int(timing["completion_tokens"]), generate_seconds=timing["generate"],
+            env_seconds=timing["env"], total_seconds=time.perf_counter() - start,
         )
 
     # ------------------------------------------------------------------ internals
@@ -363,6 +366,7 @@ class RolloutEngine:
             timing["completions"] += n * len(members)
             for j, group in zip(members, groups, strict=True):
                 out[j] = list(group)
+                timing["completion_tokens"] += sum(len(c.token_ids) for c in out[j])
         return out
 
 

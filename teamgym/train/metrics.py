@@ -77,6 +77,7 @@ def step_metrics(step: int, result: RolloutResult, advantages: torch.Tensor, sta
     row["informative_groups_per_1000"] = _informative_groups(result, rollout, gamma)
     row.update({"loss": stats.loss, "kl": stats.kl, "entropy": stats.entropy, "clip_fraction": stats.clip_fraction,
                 "grad_norm": stats.grad_norm, "completions": result.completions,
+                "completion_tokens": result.completion_tokens,
                 "tokens_per_s": batch.num_tokens() / max(result.total_seconds, 1e-9),
                 "env_time_share": result.env_seconds / max(seconds, 1e-9),
                 "generate_time_share": result.generate_seconds / max(seconds, 1e-9),

@@ -44,14 +44,19 @@ def check_run_dir(output_dir: str | Path, *, resume: bool) -> None:
         )
 
 
-def finished_summary(output_dir: str | Path, steps: int) -> dict[str, Any] | None:
-    """The saved summary of the run in ``output_dir`` when it has finished ``steps`` RL steps or more, else ``None``.
+def finished_summary(output_dir: str | Path, steps: int, completion_budget: int = 0) -> dict[str, Any] | None:
+    """The saved summary of the run in ``output_dir`` when it has finished ``steps`` RL steps or more, or spent
+    ``completion_budget`` completions (when > 0), else ``None``.
 
-    A run resumed with more ``steps`` than it finished with is not finished: it trains on.
+    A run resumed with more ``steps`` than it finished with (or a larger budget than it spent) is not finished: it
+    trains on.
     """
     try:
         summary = json.loads((Path(output_dir) / SUMMARY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    finished = isinstance(summary, dict) and isinstance(summary.get("steps"), int) and summary["steps"] >= steps
-    return summary if finished else None
+    if not isinstance(summary, dict) or not isinstance(summary.get("steps"), int):
+        return None
+    used = summary.get("completions_used")
+    spent = completion_budget > 0 and isinstance(used, int) and used >= completion_budget
+    return summary if summary["steps"] >= steps or spent else None

@@ -17,7 +17,8 @@ from teamgym.train.cli import add_arguments, config_from_args
     [("lr", -1.0, "lr=-1.0"), ("steps", 0, "steps=0"), ("k", 2.5, "k=2.5"), ("aggregation", "mean", "token-mean"),
      ("strategy", "best", "greedy"), ("clip_low", 1.0, "clip_low=1.0"), ("dual_clip", 0.5, "dual_clip=0.5"),
      ("device", "tpu", "cuda"), ("model", "/no/such/dir", "local directory"), ("prompt_format", "x", "compact"),
-     ("rollout_waves", 0, "rollout_waves=0")],
+     ("rollout_waves", 0, "rollout_waves=0"), ("completion_budget", -1, "completion_budget=-1"),
+     ("completion_budget", 2.5, "--completion-budget")],
 )
 def test_bad_values_name_field_value_and_fix(field, value, expected):
     with pytest.raises(InvalidArgumentError, match="expected") as err:
@@ -134,6 +135,8 @@ def test_generated_flags_parse_by_the_fields_type():
     assert (config.tree.k, config.ppo.dual_clip, config.alpha, config.shared_model) == (2, None, "bandit", False)
     assert config.ppo.role_lr == {"tool": 0.001} and list(config.spo_reward_range) == [-2.5, 2.5]
     assert config_from_args(_parse(["--alpha", "0.5"])).alpha == 0.5
+    assert config_from_args(_parse(["--completion-budget", "2560"])).completion_budget == 2560
+    assert TrainConfig().completion_budget == 0  # off unless asked for
 
 
 def test_a_flat_config_of_an_earlier_version_loads_as_the_nested_one(tmp_path):

@@ -280,3 +280,56 @@ def test_static_alpha_mixer_reweights_the_team_term(tmp_path):
         tiny(tmp_path, "bad", alpha_mixer="learned")
     with pytest.raises(InvalidArgumentError, match="alpha="):
         tiny(tmp_path, "bad", alpha_mixer="static", alpha=float("nan"))
+
+
+# ---------------------------------------------------------------------- completion budget
+
+
+def _completions(output_dir: str) -> list[int]:
+    return [r["completions"] for r in read_metrics(output_dir)]
+
+
+def test_completion_budget_stops_rl_after_the_step_that_reaches_it(tmp_path):
+    free = tiny(tmp_path, "free", steps=3, checkpoint_every=10)
+    summary = train(free)
+    per_step = _completions(free.output_dir)
+    tokens = [r["completion_tokens"] for r in read_metrics(free.output_dir)]
+    assert len(per_step) == 3 and all(n > 0 for n in per_step) and all(t >= n for t, n in zip(tokens, per_step))
+    assert (summary["completions_used"], summary["completion_tokens_used"]) == (sum(per_step), sum(tokens))
+    assert summary["completion_budget"] == 0 and summary["stopped_by_budget"] is False
+
+    exact = tiny(tmp_path, "exact", steps=10, checkpoint_every=10, completion_budget=per_step[0] + per_step[1])
+    summary = train(exact)
+    assert [r["step"] for r in read_metrics(exact.output_dir)] == [1, 2]  # reached after step 2: no step 3
+    assert summary["steps"] == 2 and summary["stopped_by_budget"] is True
+    assert summary["completions_used"] == per_step[0] + per_step[1]
+    assert summary["completion_tokens_used"] == tokens[0] + tokens[1]
+    assert summary["heldout_success_after"] is not None  # the final evaluation ran as usual
+    assert load_latest_checkpoint(exact.output_dir)[0] == 2  # the last step gets a checkpoint
+
+    over = tiny(tmp_path, "over", steps=10, checkpoint_every=10, completion_budget=per_step[0] + per_step[1] + 1)
+    assert train(over)["steps"] == 3  # one completion short after step 2: step 3 runs
+    assert train(tiny(tmp_path, "cap", steps=2, completion_budget=10**9))["stopped_by_budget"] is False
+
+
+@pytest.mark.parametrize("saved_count", [True, False])
+def test_completion_budget_survives_resume(tmp_path, monkeypatch, saved_count):
+    """Stopped at step 2 and resumed, a run with a 3-step budget stops at step 3 with the uninterrupted run's
+    weights; a checkpoint without the count (written before it was saved) recounts it from metrics.jsonl."""
+    per_step = _completions(train(tiny(tmp_path, "free", steps=3))["output_dir"])
+    budget = sum(per_step)
+    full = tiny(tmp_path, "full", steps=8, completion_budget=budget)
+    assert train(full)["steps"] == 3
+    if not saved_count:
+        state_dict = Trainer.state_dict
+        monkeypatch.setattr(Trainer, "state_dict", lambda self: {
+            k: v for k, v in state_dict(self).items() if k != "rl_usage"})
+    train(tiny(tmp_path, "part", steps=2, completion_budget=budget))
+    resumed = tiny(tmp_path, "part", steps=8, completion_budget=budget)
+    summary = train(resumed, resume=True)
+    assert [r["step"] for r in read_metrics(resumed.output_dir)] == [1, 2, 3]
+    assert summary["completions_used"] == budget and summary["stopped_by_budget"] is True
+    a, b = final_weights(full.output_dir), final_weights(resumed.output_dir)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    monkeypatch.setattr(Trainer, "__init__", lambda *a, **k: pytest.fail("a spent run was trained again"))
+    assert train(resumed, resume=True) == summary

@@ -1,0 +1,661 @@
+"""The research questions of issue 21 measured with seeds and confidence intervals: one resumable runner over a grid
+of (question, method, env, seed), and the report (docs/RESULTS.md, one table and one plot per question) it writes
+from the runs' JSON.
+
+    python benchmarks/research.py                          # every question, env and seed 0-4, then the report
+    python benchmarks/research.py --questions A --jobs 2   # one question, two runs at a time
+    python benchmarks/research.py --dry-run                # what would run, and how (nothing is run)
+    python benchmarks/research.py --report                 # the report only, from the runs there are
+    python benchmarks/research.py --quick                  # one tiny cell end to end, report in a temp folder (CI)
+
+Each run is one subprocess ``python -m teamgym.train ... --torch-threads 1 --output-dir
+RUNS/<question>/<method>/<env>/seed_<n>`` (its output in that folder's ``train.log``). When it has finished, the
+runner writes the folder's ``result.json``: held-out success (greedy and sampled) after the warm start and after RL,
+the completions and completion tokens RL generated, wall seconds, the command and the trainer's ``summary.json``.
+Rerunning skips runs whose ``result.json`` exists, resumes (``--resume``) runs with checkpoints and no result, and
+starts the others; a ``result.json`` written by other train arguments (another budget...) stops the runner before it
+starts anything (choose another ``--runs-dir``). Runs whose train arguments are the same but for the output folder
+(``at_grpo``, the baseline of every question) run once; the others get a copy of its result (``copied_from``).
+``--jobs N`` runs N subprocesses at once.
+
+Protocol (:data:`PROTOCOL`): the steadier warm start of docs/training.md (width 128, 1,000 cosine SFT steps on 3,000
+tasks' oracle demonstrations), then RL until the question's completion budget (``--completion-budget``, the same for
+every method of a question unless the question defines a share of it, as C does) or ``--max-steps``; held-out
+success on 200 tasks never trained on, before and after. Cells report the mean over seeds with a 95% percentile
+bootstrap interval, and each method's difference from ``at_grpo`` paired by seed (the same seed, hence the same warm
+start) with its interval. Methods the trainer cannot express yet, and envs without a warm start, are listed with the
+reason instead of being approximated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _stats import bootstrap_ci, paired_differences  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULT_FILE = "result.json"
+BASELINE = "at_grpo"
+SEEDS = (0, 1, 2, 3, 4)
+#: Completions RL may generate in each run of a question: about 80 steps of the main job's AT-GRPO, which spends
+#: 113-133 completions per step on plan_path-v0 after the warm start (docs/benchmarks.md).
+BUDGET = 9_600
+#: The most RL steps a run may take (the trainer's ``steps``, a cap the budget should reach first: a method with a
+#: quarter of AT-GRPO's completions per step needs about four times its steps).
+MAX_STEPS = 1_000
+#: Train flags of every run, before the method's own (which may override them): the steadier warm start of
+#: docs/training.md, 200 held-out tasks, held-out success after the warm start and at the end only (an evaluation
+#: every 20 of up to 1,000 steps would cost more than the RL).
+PROTOCOL = ("--n-embd", "128", "--n-head", "4", "--sft-tasks", "3000", "--sft-steps", "1000", "--sft-schedule",
+            "cosine", "--eval-tasks", "200", "--eval-every", "0", "--no-progress-bar")
+#: ``--quick``: a tiny model and warm start, 4 held-out tasks, a few RL steps (CI checks the plumbing, not results).
+QUICK_PROTOCOL = ("--n-layer", "1", "--n-embd", "16", "--n-head", "1", "--sft-tasks", "8", "--sft-steps", "3",
+                  "--eval-tasks", "4", "--eval-every", "0", "--tasks-per-step", "2", "--tree-k", "2", "--no-plot",
+                  "--no-progress-bar")
+QUICK_BUDGET, QUICK_MAX_STEPS = 40, 3
+
+
+@dataclass(frozen=True)
+class Method:
+    """One row of a question: train flags that exist today, or why it cannot be run.
+
+    Attributes:
+        name: the row's name (a folder name).
+        flags: ``teamgym train`` flags of the method, after :data:`PROTOCOL`.
+        note: what the method is, for the table.
+        budget_share: the share of the question's completion budget this method gets (1: equal budgets).
+        unsupported: why the trainer cannot run it yet ("" = it can).
+    """
+
+    name: str
+    flags: tuple[str, ...] = ()
+    note: str = ""
+    budget_share: float = 1.0
+    unsupported: str = ""
+
+
+@dataclass(frozen=True)
+class Env:
+    """An env of the grid, or why it is not run."""
+
+    env_id: str
+    unsupported: str = ""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One table of the report: its methods (the first, ``at_grpo``, is what the others are paired against)."""
+
+    key: str
+    title: str
+    methods: tuple[Method, ...]
+    notes: tuple[str, ...] = ()
+
+    def method(self, name: str) -> Method:
+        return next(m for m in self.methods if m.name == name)
+
+
+AT_GRPO = Method(BASELINE, ("--algo", "at_grpo"), "AT-GRPO: tree, K = 4 per (agent, turn) node, greedy advance, "
+                                                  "alpha = 1 (the env's mixing)")
+NO_WARM_START = ("no warm start: teamgym.train.presets has no compact prompt or scripted demonstrations for it (only "
+                 "plan_path-v0 and the sanity envs have them; the env's oracle policies could write them), and RL "
+                 "from a random tiny model gets no signal (docs/training.md, the main job)")
+ENVS = (Env("plan_path-v0"), Env("sokoban-v0", NO_WARM_START), Env("sudoku-v0", NO_WARM_START))
+
+QUESTIONS = (
+    Question("gap1", "Gap 1: tree-sampling strategies at equal completions", (
+        AT_GRPO,
+        Method("top_m", ("--algo", "at_grpo", "--tree-strategy", "top_m"),
+               "advance stochastically among the 2 best candidates (tree.top_m 2, softmax temperature 1)"),
+        Method("adaptive_k", ("--algo", "at_grpo", "--tree-strategy", "adaptive"),
+               "AdaptiveK: k0 = 2 candidates first, up to k_max = 8 where they disagree"),
+        Method("budget_aware", unsupported="no budget-aware strategy exists: tree.strategy is greedy, top_m or "
+                                           "adaptive (teamgym.rollout.settings.STRATEGIES)"),
+    ), ("The issue also asks for a learning-signal measure that does not favour small groups; not built yet "
+        "(metrics.jsonl's informative_groups_per_1000 favours them).",)),
+    Question("A", "A: team_gigpo against at_grpo, gigpo and dr_mas at equal completions", (
+        AT_GRPO,
+        Method("team_gigpo", ("--algo", "team_gigpo"), "trajectory rollout, 8 tasks x group_size 4"),
+        Method("gigpo", ("--algo", "gigpo"), "trajectory rollout, 8 tasks x group_size 4"),
+        Method("dr_mas", ("--algo", "dr_mas"), "trajectory rollout, groups = (task, agent)"),
+    )),
+    Question("B", "B: a PRM's process reward against turn-level reward only", (
+        Method(BASELINE, AT_GRPO.flags, "turn-level reward only (the env's team and local terms)"),
+        Method("prm_process_reward", unsupported="no config field trains with a process reward: "
+               "teamgym.wrappers.ProcessReward and TransformersPRM exist, but the trainer neither fits a PRM on its "
+               "sampling tree's values (MASPRM/TreeRL targets) nor wraps its envs in ProcessReward"),
+        Method("treerl", ("--algo", "treerl"), "not a PRM: TreeRL's advantages from the same tree values "
+               "(unchosen candidates continued), what the tree's values give without a learned model"),
+    )),
+    Question("gap3", "Gap 3: adaptive alpha against static alpha in {0, 0.5, 1, 2}", (
+        Method(BASELINE, AT_GRPO.flags, "static alpha = 1 (the env's own mixing, AT-GRPO)"),
+        Method("alpha_0", ("--algo", "at_grpo", "--alpha", "0"), "static alpha = 0 (local terms only)"),
+        Method("alpha_0.5", ("--algo", "at_grpo", "--alpha", "0.5"), "static alpha = 0.5"),
+        Method("alpha_2", ("--algo", "at_grpo", "--alpha", "2"), "static alpha = 2"),
+        Method("bandit", ("--algo", "at_grpo", "--alpha", "bandit"), "EXP3 per agent over {0, 0.5, 1, 2}, scored "
+               "by the batch's mean team term"),
+        Method("better_mixer", unsupported="no other adaptive mixer exists: alpha is 'env', a number, {agent: "
+                                           "number} or 'bandit' (teamgym.train.alpha)"),
+    )),
+    Question("C", "C: spo_per_agent at 1/K of AT-GRPO's completions against AT-GRPO at the full budget", (
+        Method(BASELINE, AT_GRPO.flags, "the full budget, K = 4 candidates per node"),
+        Method("spo_per_agent_1_of_k", ("--algo", "spo_per_agent", "--group-size", "1"),
+               "one completion per node (trajectory rollout, group_size 1) on the trackers' task pool (64 tasks), "
+               "at a quarter of the budget (1/K, K = 4)", budget_share=0.25),
+        Method("spo_per_agent", ("--algo", "spo_per_agent", "--group-size", "1"),
+               "the same at the full budget (a control: what the saved completions would buy)"),
+    )),
+)
+QUESTION_KEYS = tuple(q.key for q in QUESTIONS)
+
+
+def question(key: str) -> Question:
+    return next(q for q in QUESTIONS if q.key == key)
+
+
+# ---------------------------------------------------------------------- runs
+
+
+@dataclass(frozen=True)
+class Run:
+    """One (question, method, env, seed) of the grid and where it lives."""
+
+    question: str
+    method: str
+    env_id: str
+    seed: int
+    folder: Path
+    train_args: tuple[str, ...]  # every flag but --output-dir (and --resume)
+
+    @property
+    def label(self) -> str:
+        return f"{self.question}/{self.method}/{self.env_id}/seed_{self.seed}"
+
+    def command(self, *, resume: bool = False) -> list[str]:
+        return [sys.executable, "-m", "teamgym.train", *self.train_args, "--output-dir", str(self.folder),
+                *(["--resume"] if resume else [])]
+
+
+def run_folder(runs_dir: Path, key: str, method: str, env_id: str, seed: int) -> Path:
+    return Path(runs_dir) / key / method / env_id.replace("/", "_") / f"seed_{seed}"
+
+
+def plan_runs(questions: Iterable[str], envs: Iterable[str], seeds: Iterable[int], *, runs_dir: Path, budget: int,
+              max_steps: int, protocol: Sequence[str] = PROTOCOL, methods: Iterable[str] | None = None) -> list[Run]:
+    """The runs of the grid that the trainer can run (unsupported methods and envs are left out)."""
+    wanted = set(methods) if methods is not None else None
+    env_ids = [e.env_id for e in ENVS if e.env_id in set(envs) and not e.unsupported]
+    runs = []
+    for key in questions:
+        for method in question(key).methods:
+            if method.unsupported or (wanted is not None and method.name not in wanted):
+                continue
+            for env_id in env_ids:
+                for seed in seeds:
+                    args = (*protocol, *method.flags, "--env-id", env_id, "--seed", str(seed), "--completion-budget",
+                            str(max(1, round(budget * method.budget_share))), "--steps", str(max_steps),
+                            "--torch-threads", "1")
+                    runs.append(Run(key, method.name, env_id, seed, run_folder(runs_dir, key, method.name, env_id,
+                                                                               seed), args))
+    return runs
+
+
+def check_runs(runs: Sequence[Run]) -> None:
+    """Every run's flags make a valid ``TrainConfig`` (a typo fails here, before hours of compute; imports torch)."""
+    from teamgym.train.cli import add_arguments, config_from_args
+
+    parser = argparse.ArgumentParser(prog="teamgym train")
+    add_arguments(parser)
+    for args in dict.fromkeys(r.train_args for r in runs):
+        config_from_args(parser.parse_args([*args, "--output-dir", "unused"]))
+
+
+def read_result(folder: Path) -> dict[str, Any] | None:
+    """The run's ``result.json``, or ``None`` when there is none (or a torn one)."""
+    try:
+        result = json.loads((Path(folder) / RESULT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return result if isinstance(result, dict) else None
+
+
+def run_status(run: Run) -> str:
+    """``done`` (its result is there), ``conflict`` (a result from other train arguments), ``resume`` (checkpoints, no
+    result) or ``fresh``."""
+    from teamgym.train.run_dir import list_checkpoints
+
+    result = read_result(run.folder)
+    if result is not None:
+        return "done" if tuple(result.get("train_args", ())) == run.train_args else "conflict"
+    return "resume" if list_checkpoints(run.folder) else "fresh"
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write ``value`` as JSON, atomically: a killed runner leaves the old file or none, never a torn one."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def result_of(run: Run, summary: dict[str, Any], *, command: list[str], seconds: float, invocation: str
+              ) -> dict[str, Any]:
+    """A finished run's ``result.json`` from the trainer's ``summary.json``."""
+    def warm(kind: str) -> float | None:  # no SFT: the warm start is the untrained model
+        after = summary.get(f"heldout_{kind}success_after_sft")
+        return after if after is not None else summary.get(f"heldout_{kind}success_before")
+
+    return {
+        "question": run.question, "method": run.method, "env_id": run.env_id, "seed": run.seed,
+        "greedy_after_warm_start": warm(""), "sampled_after_warm_start": warm("sampled_"),
+        "greedy_after_rl": summary["heldout_success_after"],
+        "sampled_after_rl": summary["heldout_sampled_success_after"],
+        "heldout_tasks": summary["heldout_tasks"], "steps": summary["steps"],
+        "completion_budget": summary.get("completion_budget"), "completions": summary.get("completions_used"),
+        "completion_tokens": summary.get("completion_tokens_used"),
+        "stopped_by_budget": summary.get("stopped_by_budget"),
+        "wall_seconds": summary["wall_seconds"], "end_to_end_seconds": seconds,
+        "train_args": list(run.train_args), "command": command, "invocation": invocation, "summary": summary,
+    }
+
+
+Launcher = Callable[[list[str], Path], int]
+
+
+def launch(command: list[str], log: Path) -> int:
+    """Run one training subprocess (this checkout's teamgym first on the path), its output appended to ``log``."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(f"$ {shlex.join(command)}\n")
+        out.flush()
+        return subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+
+
+def execute(runs: Sequence[Run], *, jobs: int = 1, invocation: str = "", launcher: Launcher = launch,
+            say: Callable[[str], None] = print) -> list[str]:
+    """Run what is not done yet, ``jobs`` subprocesses at a time; returns the labels of the runs that failed.
+
+    Runs with the same train arguments form a group: one of them runs (the one done already, else one with
+    checkpoints, else the first), the others get a copy of its result.
+    """
+    groups: dict[tuple[str, ...], list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.train_args, []).append(run)
+    failed: list[str] = []
+
+    def work(group: list[Run]) -> None:
+        status = {run: run_status(run) for run in group}
+        if all(s == "done" for s in status.values()):
+            return
+        if "conflict" in status.values():
+            failed.extend(r.label for r in group if status[r] != "done")
+            say(f"FAILED {group[0].label}: a result.json of other train arguments is in the way (another --runs-dir)")
+            return
+        order = {"done": 0, "resume": 1, "fresh": 2}
+        leader = min(group, key=lambda r: order[status[r]])
+        result = read_result(leader.folder) if status[leader] == "done" else None
+        if result is None:
+            resume = status[leader] == "resume"
+            command = leader.command(resume=resume)
+            say(f"start {leader.label} ({'resumed from its checkpoint' if resume else 'fresh'})")
+            tic = time.perf_counter()
+            code = launcher(command, leader.folder / "train.log")
+            seconds = time.perf_counter() - tic
+            try:
+                summary = json.loads((leader.folder / "summary.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                summary = None
+            if code != 0 or summary is None:
+                failed.extend(r.label for r in group if status[r] != "done")
+                say(f"FAILED {leader.label} (exit status {code}): see {leader.folder / 'train.log'}")
+                return
+            result = result_of(leader, summary, command=leader.command(), seconds=seconds, invocation=invocation)
+            result["resumed"] = resume
+            write_json(leader.folder / RESULT_FILE, result)
+            say(f"done {leader.label} in {seconds:.0f} s: greedy {_pct(result['greedy_after_rl'])} after RL "
+                f"({_pct(result['greedy_after_warm_start'])} after the warm start), {result['completions']} "
+                f"completions in {result['steps']} steps")
+        for run in group:
+            if run is not leader and status[run] != "done":
+                run.folder.mkdir(parents=True, exist_ok=True)
+                copy = {**result, "question": run.question, "method": run.method,
+                        "copied_from": str(leader.folder)}
+                write_json(run.folder / RESULT_FILE, copy)
+                say(f"done {run.label}: the same train arguments as {leader.label}, result copied")
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(work, groups.values()))
+    return failed
+
+
+# ---------------------------------------------------------------------- report
+
+
+def load_results(runs_dir: Path) -> list[dict[str, Any]]:
+    """Every ``result.json`` under ``runs_dir`` (``<question>/<method>/<env>/seed_<n>/``)."""
+    out = []
+    for path in sorted(Path(runs_dir).glob(f"*/*/*/seed_*/{RESULT_FILE}")):
+        result = read_result(path.parent)
+        if result is not None:
+            out.append(result)
+    return out
+
+
+@dataclass
+class Cell:
+    """What the runs of one (question, method, env) give."""
+
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    def values(self, key: str) -> dict[int, float]:
+        """``{seed: value}`` of ``key`` over the runs that have it."""
+        return {int(r["seed"]): float(r[key]) for r in self.runs if r.get(key) is not None}
+
+    def mean(self, key: str) -> float | None:
+        values = list(self.values(key).values())
+        return float(np.mean(values)) if values else None
+
+
+def cells(results: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], Cell]:
+    out: dict[tuple[str, str, str], Cell] = {}
+    for result in results:
+        out.setdefault((result["question"], result["method"], result["env_id"]), Cell()).runs.append(result)
+    return out
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float, float] | None:
+    """``(mean, low, high)``: the mean and its 95% percentile bootstrap interval (None without values)."""
+    if not len(values):
+        return None
+    low, high = bootstrap_ci(list(values))
+    return float(np.mean(values)), low, high
+
+
+def paired(cell: Cell, baseline: Cell | None, key: str = "greedy_after_rl") -> tuple[dict[int, float], tuple | None]:
+    """The per-seed differences ``cell - baseline`` of ``key`` and their mean with its bootstrap interval."""
+    if baseline is None:
+        return {}, None
+    diffs = paired_differences(cell.values(key), baseline.values(key))
+    return diffs, mean_ci(list(diffs.values()))
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}"
+
+
+def _interval(stats: tuple[float, float, float] | None, n: int, *, signed: bool = False) -> str:
+    if stats is None:
+        return "—"
+    mean, low, high = (100 * v for v in stats)
+    if n < 2:  # one run: no interval
+        return f"{mean:+.1f}" if signed else f"{mean:.1f}"
+    return f"{mean:+.1f} [{low:+.1f}, {high:+.1f}]" if signed else f"{mean:.1f} [{low:.1f}, {high:.1f}]"
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def grid_command(keys: Sequence[str], seeds: Sequence[int], budget: int, max_steps: int, runs_dir: Path) -> str:
+    """The runner's command for ``keys`` (what (re)produces their tables)."""
+    return shlex.join(["python", "benchmarks/research.py", "--questions", *keys, "--seeds", *map(str, seeds),
+                       "--budget", str(budget), "--max-steps", str(max_steps), "--runs-dir", str(runs_dir)])
+
+
+def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *, envs: Sequence[str],
+                     seeds: Sequence[int], budget: int, command: str, image: str | None) -> list[str]:
+    """One question's markdown: its table, what its intervals say, its plot."""
+    asked = len(seeds)
+    lines = [f"## {q.title}", "", f"Command: `{command}`", ""]
+    recorded = sorted({r.get("invocation") for c in (all_cells.get((q.key, m.name, e)) for m in q.methods for e in envs)
+                       if c for r in c.runs if r.get("invocation")})
+    if recorded and recorded != [command]:
+        lines += ["Runs recorded from: " + "; ".join(f"`{c}`" for c in recorded), ""]
+    lines += [
+        "| method | env | seeds | greedy after RL, % [95% CI] | minus at_grpo, points [95% CI] (paired seeds) "
+        "| after the warm start, % | sampled after RL, % | completions | completion tokens | wall s | budget "
+        "| what it is |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    readings = []
+    env_rows = [e for e in ENVS if e.env_id in envs]
+    for method in q.methods:
+        if method.unsupported:
+            lines.append(f"| `{method.name}` | every env | not run | — | — | — | — | — | — | — | — | "
+                         f"unsupported: {method.unsupported} |")
+            continue
+        for env in env_rows:
+            if env.unsupported:
+                continue
+            cell = all_cells.get((q.key, method.name, env.env_id), Cell())
+            n = len(cell.values("greedy_after_rl"))
+            seeds_text = f"{n} of {asked} seeds" if n < asked else f"{n} seed{'s' if n != 1 else ''}"
+            greedy = mean_ci(list(cell.values("greedy_after_rl").values()))
+            if method.name == BASELINE:
+                diff_text = "(baseline)"
+            else:
+                diffs, stats = paired(cell, all_cells.get((q.key, BASELINE, env.env_id)))
+                diff_text = _interval(stats, len(diffs), signed=True)
+                if diffs:
+                    diff_text += f" ({len(diffs)} pairs)"
+                if stats is not None and len(diffs) >= 2:
+                    mean, low, high = stats
+                    verdict = ("above at_grpo" if low > 0 else "below at_grpo" if high < 0 else
+                               "not distinguishable from at_grpo (the interval holds 0)")
+                    readings.append(f"`{method.name}` on {env.env_id}: {100 * mean:+.1f} points [{100 * low:+.1f}, "
+                                    f"{100 * high:+.1f}] over {len(diffs)} seeds: {verdict}")
+            asked_budget = max(1, round(budget * method.budget_share))
+            other = sorted({r["completion_budget"] for r in cell.runs} - {asked_budget, None})
+            budget_text = f"{asked_budget:,}" + (f" (runs: {', '.join(f'{b:,}' for b in other)})" if other else "")
+            flags = " ".join(method.flags)
+            lines.append(
+                f"| `{method.name}` | {env.env_id} | {seeds_text} | {_interval(greedy, n)} | {diff_text} | "
+                f"{_pct(cell.mean('greedy_after_warm_start'))} | {_pct(cell.mean('sampled_after_rl'))} | "
+                f"{_number(cell.mean('completions'))} | {_number(cell.mean('completion_tokens'))} | "
+                f"{_number(cell.mean('wall_seconds'))} | {budget_text} | "
+                f"{method.note} (`{flags}`) |")
+    for env in env_rows:
+        if env.unsupported:
+            lines.append(f"| every method | {env.env_id} | not run | — | — | — | — | — | — | — | — "
+                         f"| {env.unsupported} |")
+    lines.append("")
+    if readings:
+        lines += ["Paired differences whose interval excludes 0 are the only rankings the table supports:", ""]
+        lines += [f"- {text}" for text in readings] + [""]
+    else:
+        lines += ["No paired difference yet (it needs at least two seeds of a method and of at_grpo).", ""]
+    lines += [f"{note}" for note in q.notes] + ([""] if q.notes else [])
+    if image:
+        lines += [f"![{q.title}]({image})", ""]
+    return lines
+
+
+def plot_question(q: Question, all_cells: dict[tuple[str, str, str], Cell], envs: Sequence[str], path: Path) -> bool:
+    """One PNG per question: per env, each method's held-out greedy success after RL (mean and 95% CI, every seed as a
+    dot, the warm start as a dash). False (no file) when the question has no run yet."""
+    shown = [e for e in envs if any(all_cells.get((q.key, m.name, e)) for m in q.methods)]
+    if not shown:
+        return False
+    try:
+        import matplotlib
+    except ImportError:  # the tables stand without the picture
+        print("no plot: matplotlib is not installed (pip install 'teamgym[plot]')", file=sys.stderr)
+        return False
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = [m.name for m in q.methods if not m.unsupported]
+    fig, axes = plt.subplots(1, len(shown), figsize=(1.2 + 1.1 * len(methods) * len(shown), 3.6), squeeze=False)
+    for ax, env_id in zip(axes[0], shown):
+        for x, name in enumerate(methods):
+            cell = all_cells.get((q.key, name, env_id), Cell())
+            values = list(cell.values("greedy_after_rl").values())
+            if not values:
+                continue
+            mean, low, high = mean_ci(values)
+            ax.bar(x, 100 * mean, color="tab:blue" if name == BASELINE else "tab:gray", alpha=0.7)
+            ax.errorbar(x, 100 * mean, yerr=[[100 * (mean - low)], [100 * (high - mean)]], color="black", capsize=4)
+            ax.scatter([x] * len(values), [100 * v for v in values], color="black", s=10, zorder=3)
+            warm = cell.mean("greedy_after_warm_start")
+            if warm is not None:
+                ax.hlines(100 * warm, x - 0.4, x + 0.4, colors="tab:red", linestyles="--")
+        ax.set_xticks(range(len(methods)), methods, rotation=30, ha="right")
+        ax.set_title(env_id)
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("held-out greedy success after RL (%)")
+    fig.suptitle(f"{q.title}\n(bars: mean, 95% bootstrap CI; dots: seeds; red dashes: after the warm start)",
+                 fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def write_report(runs_dir: Path, results_path: Path, *, keys: Sequence[str] = QUESTION_KEYS,
+                 envs: Sequence[str] = tuple(e.env_id for e in ENVS), seeds: Sequence[int] = SEEDS,
+                 budget: int = BUDGET, max_steps: int = MAX_STEPS, protocol: Sequence[str] = PROTOCOL,
+                 command: str = "", table_command: str = "") -> str:
+    """Write the report of the runs under ``runs_dir`` to ``results_path`` (and its plots beside it, in
+    ``images/``); returns its text.
+
+    Args:
+        command: the report's own command (default: ``--report`` on ``runs_dir``).
+        table_command: the command shown with every table (default: the grid's, one question each).
+    """
+    results = load_results(runs_dir)
+    all_cells = cells(results)
+    results_path = Path(results_path)
+    report = command or shlex.join(["python", "benchmarks/research.py", "--report", "--runs-dir", str(runs_dir)])
+    lines = [
+        "# Research results: the open gaps of AT-GRPO and the research directions, with seeds and CIs", "",
+        "Written by `benchmarks/research.py` from the runs' `result.json` files (issue 21; the questions are gap 1, "
+        "A, B, gap 3 and C of docs/algorithms.md). Do not edit by hand: rerun the command below.", "",
+        f"Report command: `{report}`", "",
+    ]
+    if not results:
+        lines += [f"**No cell has been run yet**: every table below is empty and no number here is a result. Run "
+                  f"`{grid_command(keys, seeds, budget, max_steps, runs_dir)}` (add `--jobs N` for N runs at a "
+                  "time; it writes this file at the end).", ""]
+    else:
+        lines += [f"{len(results)} runs found under `{runs_dir}`.", ""]
+    lines += [
+        f"Protocol: every run is `python -m teamgym.train` with the flags `{' '.join(protocol)}`"
+        + (" (the steadier warm start of docs/training.md, 200 held-out tasks never trained on)"
+           if tuple(protocol) == PROTOCOL else " (not the protocol of the research runs: a smoke test)")
+        + ", then the method's flags, "
+        f"`--completion-budget` (the question's budget: {budget:,} completions unless a method takes a share of it) "
+        f"and `--steps {max_steps}` as a cap. Held-out success is one sample per node, greedy (and sampled at the "
+        "training temperature). A cell is the mean over its seeds with a 95% percentile bootstrap interval "
+        "(10,000 resamples); the difference from `at_grpo` is paired by seed (the same seed starts from the same "
+        "warm start) and bootstrapped the same way. A cell with fewer runs than asked shows what exists and says "
+        "`n of N seeds`. Completions, tokens (completion tokens RL generated) and wall seconds (the trainer's, warm "
+        "start and evaluations included) are means over the cell's seeds; each run's exact command is in its "
+        "`result.json`.", "",
+    ]
+    for key in keys:
+        q = question(key)
+        image_path = results_path.parent / "images" / f"research_{key}.png"
+        has_image = plot_question(q, all_cells, envs, image_path)
+        lines += question_section(q, all_cells, envs=envs, seeds=seeds, budget=budget,
+                                  command=table_command or grid_command([key], seeds, budget, max_steps, runs_dir),
+                                  image=f"images/research_{key}.png" if has_image else None)
+    text = "\n".join(lines).rstrip() + "\n"
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    results_path.write_text(text, encoding="utf-8")
+    return text
+
+
+# ---------------------------------------------------------------------- command line
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--questions", nargs="+", choices=QUESTION_KEYS, default=list(QUESTION_KEYS))
+    parser.add_argument("--methods", nargs="+", default=None, help="only these methods of the questions")
+    parser.add_argument("--envs", nargs="+", default=[e.env_id for e in ENVS])
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
+    parser.add_argument("--budget", type=int, default=BUDGET, help="completions RL may generate per run")
+    parser.add_argument("--max-steps", type=int, default=MAX_STEPS, help="RL steps at most (the trainer's --steps)")
+    parser.add_argument("--jobs", type=int, default=1, help="training subprocesses at a time")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="default: runs/research (--quick: a temp folder)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="the report to write (default: docs/RESULTS.md; --quick: RESULTS.md in the runs dir)")
+    parser.add_argument("--report", action="store_true", help="only write the report from the runs there are")
+    parser.add_argument("--dry-run", action="store_true", help="print each run's status and command, run nothing")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"one cell (A, at_grpo, plan_path-v0, seed 0) with a tiny model and warm start, a "
+                             f"budget of {QUICK_BUDGET} completions and {QUICK_MAX_STEPS} steps at most; for CI")
+    args = parser.parse_args(argv)
+    known = {m.name for q in QUESTIONS for m in q.methods}
+    unknown = sorted(set(args.methods or ()) - known) + sorted(set(args.envs) - {e.env_id for e in ENVS})
+    if unknown:
+        parser.error(f"unknown methods or envs {unknown}: methods are {sorted(known)}, envs "
+                     f"{[e.env_id for e in ENVS]}")
+    protocol = PROTOCOL
+    if args.quick:
+        args.questions, args.methods, args.envs, args.seeds = ["A"], [BASELINE], ["plan_path-v0"], [0]
+        args.budget, args.max_steps, protocol = QUICK_BUDGET, QUICK_MAX_STEPS, QUICK_PROTOCOL
+        args.runs_dir = args.runs_dir or Path(tempfile.mkdtemp(prefix="teamgym-research-quick-"))
+    runs_dir = args.runs_dir or Path("runs/research")
+    results_path = args.results or (runs_dir / "RESULTS.md" if args.quick else ROOT / "docs" / "RESULTS.md")
+    invocation = shlex.join(["python", "benchmarks/research.py", *(sys.argv[1:] if argv is None else argv)])
+
+    def report() -> None:
+        write_report(runs_dir, results_path, keys=args.questions, envs=args.envs, seeds=args.seeds,
+                     budget=args.budget, max_steps=args.max_steps, protocol=protocol,
+                     table_command=invocation if args.quick else "")
+        print(f"report: {results_path}")
+
+    if args.report:
+        report()
+        return 0
+    runs = plan_runs(args.questions, args.envs, args.seeds, runs_dir=runs_dir, budget=args.budget,
+                     max_steps=args.max_steps, protocol=protocol, methods=args.methods)
+    status = {run: run_status(run) for run in runs}
+    conflicts = [run for run in runs if status[run] == "conflict"]
+    if args.dry_run:
+        first: dict[tuple[str, ...], Run] = {}
+        for run in runs:
+            leader = first.setdefault(run.train_args, run)
+            how = shlex.join(run.command(resume=status[run] == "resume")) if leader is run else f"as {leader.label}"
+            print(f"{status[run]:8} {run.label}: {how}")
+        print(f"{len(runs)} runs, {len(first)} distinct train commands", file=sys.stderr)
+        return 0
+    if conflicts:
+        print(f"{len(conflicts)} run folders hold results of other train arguments (e.g. {conflicts[0].folder}): "
+              "choose another --runs-dir, or remove them to run them again", file=sys.stderr)
+        return 2
+    check_runs(runs)
+    counts = {s: sum(v == s for v in status.values()) for s in ("done", "resume", "fresh")}
+    print(f"{len(runs)} runs under {runs_dir}: {counts['done']} done, {counts['resume']} to resume, "
+          f"{counts['fresh']} to start (runs with the same train arguments run once); {args.jobs} at a time",
+          flush=True)
+    failed = execute(runs, jobs=args.jobs, invocation=invocation, say=lambda text: print(text, flush=True))
+    report()
+    if failed:
+        print(f"{len(failed)} runs failed: {', '.join(failed)} (rerun the command to retry them)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
