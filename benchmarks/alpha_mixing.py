@@ -1,6 +1,7 @@
 """Reward mixing at equal budget: static alpha in {0, 0.5, 1, 2} against the bandit over alpha (ALGORITHMS.md gap 3).
 
-Every run is the embedded main job (``teamgym train`` defaults: tiny GPT-2, 300 warm-start SFT steps on the scripted
+Every run is the embedded main job as it was measured (``teamgym train``'s defaults until 2026-12-04,
+``_training.MEASURED_MAIN_JOB``: tiny GPT-2, 300 warm-start SFT steps on the scripted
 oracle, then AT-GRPO on ``plan_path-v0`` 4x4 grids, 8 tasks x K = 4 per step) with only the reward mixer changed, so
 all runs spend the same number of completions and updates. The advantages see ``alpha * team + local`` and the tree
 advances on the same rewards; the bandit's alpha is credited with the team return of the rollout that follows its

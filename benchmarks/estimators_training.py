@@ -1,6 +1,7 @@
 """Advantage estimators: the main job trained with each ``--algo`` the trainer accepts.
 
-Every run is the embedded main job (``teamgym train`` defaults: tiny GPT-2, 300 warm-start SFT steps on the scripted
+Every run is the embedded main job as it was measured (``teamgym train``'s defaults until 2026-12-04,
+``_training.MEASURED_MAIN_JOB``: tiny GPT-2, 300 warm-start SFT steps on the scripted
 oracle, then 80 RL steps on ``plan_path-v0`` 4x4 grids) with only ``algo`` changed, each estimator fed as its paper
 defines (docs/algorithms.md), and ``dr_grpo`` with its paper's loss (``ppo.aggregation=seq-mean-token-sum-norm``).
 ``at_grpo`` samples 8 tasks x K = 4 candidates per (agent, turn) node; the trajectory estimators play each of the 8

@@ -2,7 +2,7 @@
 
 >>> from teamgym.train import TrainConfig
 >>> TrainConfig().algo
-'at_grpo'
+'turn_ppo'
 >>> TrainConfig.from_dict({"tree.k": 2, "ppo": {"lr": 1e-3}}).tree.k
 2
 """

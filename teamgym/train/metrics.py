@@ -238,7 +238,7 @@ def plot_learning_curves(output_dir: str | Path, *, evals: Mapping[str, float | 
     axes[0].set_xlabel("RL step")
     axes[0].legend()
     axes[1].plot(steps, _smooth([r.get("success") or 0.0 for r in rows]), alpha=0.5,
-                 label="training episodes, tree path (10-step mean)")
+                 label="training episodes (10-step mean; a tree: its chosen path)")
     for suffix, label in (("", "greedy"), ("_sampled", "sampled")):
         points = heldout_points(rows, evals, sampled=bool(suffix))
         if points:

@@ -37,6 +37,8 @@ SAMPLED_THRESHOLD = 0.80
 #: The settings every sanity run shares (each a ``TrainConfig`` field path): 8 tasks x 8 candidates per node (or 8
 #: episodes per task for trajectory estimators), learning rate 3e-4, the 2-layer width-64 tiny model.
 SANITY_SETTINGS: dict[str, Any] = {
+    "n_embd": 64,  # the tiny model of width 64 the suite was measured with (the main job's default is now 128)
+    "n_head": 2,
     "sft_steps": 0,
     "tasks_per_step": 8,
     "tree.k": 8,

@@ -9,8 +9,9 @@ from teamgym.cli import main
 
 @pytest.fixture(scope="session")
 def tree_run(tmp_path_factory):
-    """``teamgym train --steps 2 --set save_batches=true`` (plan_path-v0, AT-GRPO tree, K = 4; a short warm start so
-    that the model writes plans) and ``teamgym inspect`` of it: the run directory, with ``report.html`` inside."""
+    """``teamgym train --steps 2 --set save_batches=true`` (plan_path-v0, AT-GRPO tree, K = 4, the width-64 model; a
+    short warm start so that the model writes plans) and ``teamgym inspect`` of it: the run directory, with
+    ``report.html`` inside."""
     run = tmp_path_factory.mktemp("tree_run")
     status = main(
         [
@@ -21,8 +22,18 @@ def tree_run(tmp_path_factory):
             "save_batches=true",
             "--output-dir",
             str(run),
+            "--algo",
+            "at_grpo",
+            "--n-embd",
+            "64",
+            "--n-head",
+            "2",
             "--sft-steps",
             "40",
+            "--sft-tasks",
+            "300",
+            "--sft-schedule",
+            "constant",
             "--eval-tasks",
             "4",
             "--tasks-per-step",

@@ -28,6 +28,7 @@ def tally_registered(monkeypatch):
 def tiny_run(tmp_path, **overrides):
     values = dict(
         env_id="tally-v0",
+        algo="at_grpo",
         env_kwargs={"max_turns": 1},
         steps=2,
         output_dir=str(tmp_path / "run"),

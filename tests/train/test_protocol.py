@@ -67,7 +67,7 @@ def test_the_feeder_builds_only_the_named_columns_and_refuses_others():
 def test_at_grpo_is_fed_its_tree_nodes_as_before():
     batch = random_tree_batch(4)
     expected = at_grpo(batch.rewards, factorize(batch.episode_id)[0], factorize(batch.agent)[0], batch.step)
-    assert torch.equal(estimate(make_estimator(TrainConfig()), batch, rollout="tree"), expected.float())
+    assert torch.equal(estimate(make_estimator(TrainConfig(algo="at_grpo")), batch, rollout="tree"), expected.float())
 
 
 def test_one_group_key_for_the_batch_and_the_recorder():

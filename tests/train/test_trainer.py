@@ -33,9 +33,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def tiny(tmp_path: Path, name: str, **overrides) -> TrainConfig:
-    values = dict(env_id="relay-v0", algo="at_grpo", env_kwargs={"max_turns": 2}, steps=4, output_dir=str(tmp_path / name),
-                  tasks_per_step=2, k=2, n_layer=1, n_embd=16, n_head=1, max_new_tokens=6, sft_steps=0,
-                  eval_tasks=2, checkpoint_every=1, progress_bar=False, plot=False, torch_threads=1)
+    values = dict(env_id="relay-v0", algo="at_grpo", env_kwargs={"max_turns": 2}, steps=4,
+                  output_dir=str(tmp_path / name), tasks_per_step=2, k=2, n_layer=1, n_embd=16, n_head=1,
+                  max_new_tokens=6, sft_steps=0, eval_tasks=2, checkpoint_every=1, progress_bar=False, plot=False,
+                  torch_threads=1)
     values.update(overrides)
     return TrainConfig.from_dict(values)
 
@@ -130,8 +131,8 @@ def test_refused_runs_create_no_folder(tmp_path, monkeypatch):
 
 def test_every_phase_says_when_it_starts_and_how_it_went(tmp_path, caplog, capsys):
     config = TrainConfig.from_dict(dict(env_id="plan_path-v0", algo="at_grpo", steps=1, sft_steps=2,
-                                        sft_tasks=4, eval_tasks=2, tasks_per_step=2, k=2, n_layer=1, n_embd=16, n_head=1, output_dir=str(tmp_path / "run"),
-                                        plot=False, torch_threads=1))
+                                        sft_tasks=4, eval_tasks=2, tasks_per_step=2, k=2, n_layer=1, n_embd=16,
+                                        n_head=1, output_dir=str(tmp_path / "run"), plot=False, torch_threads=1))
     with caplog.at_level(logging.INFO, logger="teamgym.train.trainer"):
         train(config)
     for line in ("held-out evaluation before training: 2 tasks", "held-out success before training:",
