@@ -9,8 +9,10 @@ from the batch (:mod:`teamgym.train.columns`); they never see envs.
 ``others_terms`` / ``others_rewards`` hold what a candidate's step gave the *other* agents (``plan_path``'s tool
 receives the team term on the planner's step): the trajectory columns credit it to the receiving agent's turns
 (:mod:`teamgym.train.columns`). ``fork`` links the rows of a continued candidate (``TreeSampling.continue_unchosen``:
-an episode of its own, played on from an unchosen candidate's state) to that candidate. Rows or constructors without
-these columns (older JSONL, external callers) get empty dicts.
+an episode of its own, played on from an unchosen candidate's state) to that candidate. ``outcome`` says whether the
+episode a row's step ended was solved (a learned process reward's tree-value targets read it at the sampling tree's
+leaves, :mod:`teamgym.train.process_reward`). Rows or constructors without these columns (older JSONL, external
+callers) get empty dicts.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from teamgym.errors import InvalidArgumentError
 __all__ = ["AgentTurnBatch", "OPTIONAL_COLUMNS"]
 
 #: Columns a row or a constructor may leave out (each row then holds an empty dict).
-OPTIONAL_COLUMNS = ("others_terms", "others_rewards", "fork")
+OPTIONAL_COLUMNS = ("others_terms", "others_rewards", "fork", "outcome")
 
 
 @dataclass
@@ -58,6 +60,8 @@ class AgentTurnBatch:
             mixer re-mixes them from ``others_terms`` with each receiving agent's alpha).
         fork: ``{}``, or for the rows of a continued candidate's episode ``{"episode_id", "step", "branch"}``: the
             candidate it continues (its state is where this episode's first row acted).
+        outcome: ``{}``, or ``{"success": bool}`` when the row's step ended an episode: whether that episode was
+            solved (for an unchosen candidate, the episode it would have ended; ``success`` follows the chosen path).
     """
 
     episode_id: list[str]
@@ -79,6 +83,7 @@ class AgentTurnBatch:
     others_terms: list[dict[str, dict[str, float]]] = field(default_factory=list)
     others_rewards: list[dict[str, float]] = field(default_factory=list)
     fork: list[dict[str, Any]] = field(default_factory=list)
+    outcome: list[dict[str, bool]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for name in OPTIONAL_COLUMNS:  # left out by the caller: nothing received on other agents' steps

@@ -422,7 +422,7 @@ def _rows(node: NodeView, candidates: Sequence[Completion], scored: Sequence[Sco
         "branch": b, "chosen": b == chosen, "prompt_ids": c.prompt_ids, "completion_ids": c.token_ids,
         "logprobs": c.logprobs, "text": c.text, "reward_terms": s.terms, "rewards": s.reward, "anchor": node.anchor,
         "success": False, "infra_error": s.infra_error, "others_terms": s.others_terms,
-        "others_rewards": s.others_rewards, "fork": dict(fork),
+        "others_rewards": s.others_rewards, "fork": dict(fork), "outcome": dict(s.outcome),
     } for b, (c, s) in enumerate(zip(candidates, scored, strict=True))]
 
 

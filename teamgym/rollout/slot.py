@@ -50,6 +50,10 @@ class Scored:
         others_terms: the reward terms the same step gave each other live agent (only those that received
             anything: some term or their reward not 0).
         others_rewards: those agents' rewards (same keys as ``others_terms``).
+        outcome: ``{}``, or ``{"success": bool}`` when the candidate's step ended the episode: the env's verdict on
+            the episode that step finished (its summary's ``success``), which an unchosen candidate has nowhere else
+            (the episode's own ``success`` follows the chosen path). Process-reward targets read it at the leaves of
+            the sampling tree.
     """
 
     reward: float
@@ -57,6 +61,7 @@ class Scored:
     infra_error: str
     others_terms: dict[str, dict[str, float]] = field(default_factory=dict)
     others_rewards: dict[str, float] = field(default_factory=dict)
+    outcome: dict[str, bool] = field(default_factory=dict)
 
 
 class EnvSlot:
@@ -199,8 +204,11 @@ class EnvSlot:
             terms = dict(info.get("reward_terms", {}))
             reward = float(env.rewards.get(agent, 0.0)) if alphas is None else mix(terms, alphas[agent])
             others_terms, others_rewards = _others(env, agent, alphas)
-            results[j] = Scored(reward, terms, str(info.get("infra_error", "") or ""), others_terms, others_rewards)
-            self._ended[index] = self.done()
+            ended = self.done()
+            outcome = {"success": bool(self._episode_summary().get("success", False))} if ended else {}
+            results[j] = Scored(reward, terms, str(info.get("infra_error", "") or ""), others_terms, others_rewards,
+                                outcome)
+            self._ended[index] = ended
             self._scored[index] = results[j]
             self._seen.setdefault(texts[j], index)
             self._rewards[index] = reward
@@ -242,11 +250,15 @@ class EnvSlot:
 
     def summary(self, episode_id: str) -> dict[str, Any]:
         """The env's episode summary (``infos[agent]["teamgym_episode"]``) with ``episode_id`` added."""
+        return {**self._episode_summary(), "episode_id": episode_id}
+
+    def _episode_summary(self) -> dict[str, Any]:
+        """The ended episode's summary from the env's infos (a stand-in without success when the env gives none)."""
         for agent in self.env.agents:
             episode = self.env.infos.get(agent, {}).get(EPISODE_KEY)
             if episode is not None:
-                return {**episode, "episode_id": episode_id}
-        return {"episode_id": episode_id, "task_id": getattr(self.env, "task_id", None), "success": False}
+                return dict(episode)
+        return {"task_id": getattr(self.env, "task_id", None), "success": False}
 
     def close(self) -> None:
         self.env.close()
@@ -263,7 +275,8 @@ def anchor_of(env: Any, agent: str) -> str:
 def _copy(scored: Scored) -> Scored:
     """An equal result with its own dicts (rows never share mutable terms)."""
     return Scored(scored.reward, dict(scored.terms), scored.infra_error,
-                  {a: dict(t) for a, t in scored.others_terms.items()}, dict(scored.others_rewards))
+                  {a: dict(t) for a, t in scored.others_terms.items()}, dict(scored.others_rewards),
+                  dict(scored.outcome))
 
 
 def _others(env: Any, agent: str, alphas: dict[str, float] | None) -> tuple[dict[str, dict[str, float]],

@@ -13,6 +13,7 @@ from teamgym.rollout import LocalSlots, RolloutEngine, TreeSampling, default_pro
 from teamgym.train.columns import sampling_forest
 from tests.rollout.fakes import ScriptedSampler
 from tests.rollout.test_engine import ReferenceSlots, plan_text
+from tests.support.relay_env import RelayEnv
 
 ENV = partial(teamgym.make, "plan_path-v0", size=4, max_turns=3)
 
@@ -26,6 +27,12 @@ def engine(tree: TreeSampling, slots_cls=LocalSlots, **kwargs) -> RolloutEngine:
 def replay(rows: list[dict], row: dict) -> tuple[float, dict[str, float]]:
     """``row``'s reward and what it paid the others, from a fresh env that replays the actions leading to it: its
     tree's chosen path up to the fork, the continued candidate, then its own episode's earlier rows."""
+    env = replay_env(rows, row)
+    return env.rewards[row["agent"]], {a: env.rewards[a] for a in env.agents if a != row["agent"]}
+
+
+def replay_env(rows: list[dict], row: dict):
+    """A fresh env that has replayed the actions leading to ``row`` (see :func:`replay`), then ``row``'s own."""
     path: list[dict] = []
     episode, before = row["episode_id"], row["step"]
     while True:
@@ -45,7 +52,34 @@ def replay(rows: list[dict], row: dict) -> tuple[float, dict[str, float]]:
         env.step(r["text"])
     assert env.agent_selection == row["agent"]
     env.step(row["text"])
-    return env.rewards[row["agent"]], {a: env.rewards[a] for a in env.agents if a != row["agent"]}
+    return env
+
+
+def relay_text(prompt: str, j: int) -> str:
+    """The speaker names the word (or not); the listener echoes the speaker (or says nothing useful)."""
+    if "secret word is" in prompt:
+        return f"The word is {prompt.split('secret word is ')[1].split('.')[0]}" if j % 2 == 0 else "hmm"
+    return prompt.split("said: ")[1].split("\n")[0] if j % 3 != 1 else "no"
+
+
+def test_each_row_that_ends_an_episode_carries_that_episodes_verdict():
+    """``outcome``: an unchosen candidate that ended its episode has its own verdict (the episode's ``success``
+    follows the chosen path); the PRM's tree-value targets read it at the leaves."""
+    eng = RolloutEngine(LocalSlots(lambda: RelayEnv(max_turns=1), default_prompt),
+                        {"speaker": ScriptedSampler(relay_text), "listener": ScriptedSampler(relay_text)},
+                        tree=TreeSampling(k=3, continue_unchosen=True), seed=5)
+    result = eng.rollout(["apple", "river", "copper"])
+    eng.close()
+    rows = result.batch.rows()
+    finished = {e["episode_id"]: e for e in result.episodes + result.continuations}
+    for row in rows:
+        said = row["agent"] == "listener" and row["task_id"] in row["text"].lower().split()
+        last_turn = row["agent"] == "listener"  # one turn: the listener ends the episode
+        assert row["outcome"] == ({"success": said} if said or last_turn else {}), row
+        if row["outcome"] and row["chosen"]:
+            assert row["outcome"]["success"] == finished[row["episode_id"]]["success"]
+    unchosen = [r["outcome"]["success"] for r in rows if r["outcome"] and not r["chosen"]]
+    assert True in unchosen and False in unchosen  # unchosen ends of both kinds, each with its own verdict
 
 
 def rollout_rows(tree: TreeSampling, tasks=(1, 2, 3), **kwargs):

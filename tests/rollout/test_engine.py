@@ -12,6 +12,7 @@ import torch
 
 import teamgym
 from teamgym.algos import at_grpo, choose_greedy, grpo, tree_step
+from teamgym.core.env import EPISODE_KEY
 from teamgym.core.rewards import mix
 from teamgym.errors import InvalidArgumentError
 from teamgym.rollout import AgentTurnBatch, RolloutEngine, SamplingParams, TreeSampling, default_prompt, task_seed
@@ -228,11 +229,14 @@ class ReferenceSlot(EnvSlot):
             info = env.infos.get(agent, {})
             reward = float(env.rewards.get(agent, 0.0)) if alphas is None else mix(info["reward_terms"], alphas[agent])
             self._reference_ended.append(self.done())
+            summary = next((env.infos[a][EPISODE_KEY] for a in env.agents if EPISODE_KEY in env.infos[a]), {})
+            outcome = {"success": bool(summary.get("success", False))} if self.done() else {}
             others = {a: (dict(env.infos[a]["reward_terms"]), float(env.rewards[a]) if alphas is None else
                           mix(env.infos[a]["reward_terms"], alphas[a])) for a in env.agents if a != agent}
             received = {a: v for a, v in others.items() if v[1] != 0.0 or any(t != 0.0 for t in v[0].values())}
             results.append(Scored(reward, dict(info.get("reward_terms", {})), str(info.get("infra_error", "") or ""),
-                                  {a: v[0] for a, v in received.items()}, {a: v[1] for a, v in received.items()}))
+                                  {a: v[0] for a, v in received.items()}, {a: v[1] for a, v in received.items()},
+                                  outcome))
             return reward
 
         step = tree_step(self._state, list(texts), restore=partial(_restore, env), act=act,
