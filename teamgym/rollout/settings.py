@@ -41,8 +41,8 @@ class TreeSampling:
             forks completed to the end; here the forks are the nodes' other candidates). An episode of D
             nodes then costs about ``k*D + (k-1)*D*(D-1)/2`` completions instead of ``k*D``. Candidates whose step
             ended the episode are finished leaves already, and those whose scoring failed are not continued.
-            ``None`` (default): the trainer's estimator decides (on for ``treerl``, off otherwise); the engine
-            reads ``None`` as off.
+            ``None`` (default): the trainer decides (on for ``treerl`` and for a learned process reward,
+            ``prm.weight > 0``; off otherwise); the engine reads ``None`` as off.
     """
 
     k: int = 4

@@ -8,7 +8,8 @@ KL, one epoch) unless a field says otherwise.
 Knobs that belong together live in sections, each a dataclass that documents and checks its own fields once:
 ``sampling`` (:class:`teamgym.train.sections.SamplingConfig`), ``tree`` (:class:`teamgym.rollout.TreeSampling`, the
 engine's own), ``ppo`` (:class:`teamgym.train.sections.PPOConfig`), ``critic``
-(:class:`teamgym.train.sections.CriticConfig`) and ``vllm`` (:class:`teamgym.rollout.VLLMSettings`). A field's
+(:class:`teamgym.train.sections.CriticConfig`), ``prm`` (:class:`teamgym.train.sections.PRMConfig`) and ``vllm``
+(:class:`teamgym.rollout.VLLMSettings`). A field's
 *path* is its name, or ``section.name`` (``tree.k``): the names of ``--set``, of config files (nested objects, or
 paths as keys) and, with ``-`` for ``.`` and ``_``, of the generated command-line flags (``--tree-k``). The flat
 names of configs saved before the sections existed (``k``, ``lr``, ``generator``, ``vllm_engines``,
@@ -31,7 +32,7 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number, closest_names
 from teamgym.rollout.settings import TreeSampling, VLLMSettings
-from teamgym.train.sections import CriticConfig, PPOConfig, SamplingConfig
+from teamgym.train.sections import CriticConfig, PPOConfig, PRMConfig, SamplingConfig
 
 __all__ = ["ALGO_RECIPES", "LEGACY_NAMES", "SamplingConfig", "TrainConfig", "field_docs", "field_paths",
            "normalize_paths", "read_config_file"]
@@ -124,6 +125,9 @@ class TrainConfig:
             and entropy).
         critic: the learned critic and its GAE (:class:`teamgym.train.sections.CriticConfig`: gamma, lambda,
             learning rate, value clipping), for ``algo="turn_ppo"`` and ``algo="marft"``.
+        prm: a process reward model learned from the sampling tree's values, its score added to each row's reward
+            (:class:`teamgym.train.sections.PRMConfig`: weight, target, size, learning rate, epochs, buffer, warm-up);
+            off unless ``prm.weight > 0``, and then for tree rollouts only.
         vllm: the vLLM engines per model when ``sampling.backend="vllm"``
             (:class:`teamgym.rollout.samplers.VLLMSettings`).
         sft_steps: warm-start SFT steps on the preset's scripted demonstrations before RL (0 = none).
@@ -185,6 +189,7 @@ class TrainConfig:
     tree: TreeSampling = field(default_factory=TreeSampling)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     critic: CriticConfig = field(default_factory=CriticConfig)
+    prm: PRMConfig = field(default_factory=PRMConfig)
     vllm: VLLMSettings = field(default_factory=VLLMSettings)
     sft_steps: int = 1000
     sft_lr: float = 3e-3
@@ -335,20 +340,39 @@ class TrainConfig:
                 f"config field tree.continue_unchosen=False with algo={self.algo!r}: its tree values need every leaf "
                 "to be a finished episode; set tree.continue_unchosen=true or leave it null"
             )
+        if self.prm.enabled:
+            self._check_prm(mode)
         if self.ppo.drop_zero_variance and mode != "tree":
             raise InvalidArgumentError(
                 f"config field ppo.drop_zero_variance=True with a {mode} rollout: dynamic sampling drops tree nodes of "
                 "equal rewards; set ppo.drop_zero_variance=False or use a tree estimator"
             )
 
+    def _check_prm(self, mode: str) -> None:
+        """A learned process reward (``prm.weight > 0``) needs a tree rollout whose every leaf is a finished episode."""
+        if mode != "tree":
+            raise InvalidArgumentError(
+                f"config field prm.weight={self.prm.weight} with a {mode} rollout (algo={self.algo!r}): the PRM is "
+                "fitted on the Monte-Carlo values of the sampling tree's nodes, and a trajectory rollout samples one "
+                "candidate per node, so every node's value would be its own episode's outcome; use a tree estimator "
+                f"({usable_tree_algos()}, e.g. --algo at_grpo) or set prm.weight=0"
+            )
+        if self.tree.continue_unchosen is False:
+            raise InvalidArgumentError(
+                f"config fields prm.weight={self.prm.weight} with tree.continue_unchosen=False: the PRM's value "
+                "targets need every leaf of the sampling tree to be a finished episode (an unchosen candidate cut "
+                "short has no outcome); set tree.continue_unchosen=true or leave it null"
+            )
+
     @property
     def tree_sampling(self) -> TreeSampling:
-        """The ``tree`` section this config runs, ``continue_unchosen`` resolved (``None``: the algo's need)."""
+        """The ``tree`` section this config runs, ``continue_unchosen`` resolved (``None``: the algo's need, or on for
+        a learned process reward, whose value targets need every leaf to be a finished episode)."""
         from teamgym.train.estimators import spec_for
 
         if self.tree.continue_unchosen is not None:
             return self.tree
-        return replace(self.tree, continue_unchosen=spec_for(self.algo).continue_unchosen)
+        return replace(self.tree, continue_unchosen=spec_for(self.algo).continue_unchosen or self.prm.enabled)
 
     @property
     def task_pool_size(self) -> int:
@@ -429,7 +453,7 @@ ALGO_RECIPES: dict[str, dict[str, Any]] = {
 
 #: The sections of :class:`TrainConfig`: field name -> its dataclass.
 SECTIONS: dict[str, type] = {"sampling": SamplingConfig, "tree": TreeSampling, "ppo": PPOConfig,
-                             "critic": CriticConfig, "vllm": VLLMSettings}
+                             "critic": CriticConfig, "prm": PRMConfig, "vllm": VLLMSettings}
 
 
 def field_paths() -> dict[str, Any]:
@@ -501,6 +525,13 @@ def _path(name: str, known: Mapping[str, Any]) -> str:
     raise InvalidArgumentError(
         f"unknown config field {name!r}: {close} every field is listed by `teamgym train --help` (docs/training.md)"
     )
+
+
+def usable_tree_algos() -> str:
+    """The estimators a tree rollout feeds, for error messages."""
+    from teamgym.train.estimators import usable_names_text
+
+    return usable_names_text("tree")
 
 
 def _check_alpha(alpha: Any) -> None:

@@ -1,5 +1,6 @@
 """The training config's own sections: how rollouts are sampled (:class:`SamplingConfig`), the policy update
-(:class:`PPOConfig`) and Turn-PPO's critic (:class:`CriticConfig`).
+(:class:`PPOConfig`), Turn-PPO's critic (:class:`CriticConfig`) and the learned process reward model
+(:class:`PRMConfig`).
 
 Plain dataclasses, each field documented and checked once on construction, in a module that imports no torch: with
 :mod:`teamgym.rollout.settings` they let ``teamgym train`` build and validate its whole config before anything heavy
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
 from teamgym.rollout.settings import BACKENDS
 
-__all__ = ["AGGREGATIONS", "KL_REFERENCES", "RATIOS", "CriticConfig", "PPOConfig", "SamplingConfig"]
+__all__ = ["AGGREGATIONS", "KL_REFERENCES", "PRM_TARGETS", "RATIOS", "CriticConfig", "PPOConfig", "PRMConfig",
+           "SamplingConfig"]
 
 #: The loss aggregations of ``teamgym.algos.aggregate``, spelled here so that the config loads without torch (a test
 #: keeps the two equal).
@@ -24,6 +26,9 @@ RATIOS = ("token", "action")
 
 #: What the KL term is taken against (``ppo.kl_reference``).
 KL_REFERENCES = ("sampler", "reference")
+
+#: The value targets a learned process reward model is fitted on (``prm.target``).
+PRM_TARGETS = ("treerl", "masprm")
 
 
 @dataclass(frozen=True)
@@ -173,3 +178,63 @@ class CriticConfig:
                          hint="e.g. 0.2, or None for no clipping")
         if not isinstance(self.whiten, bool):
             raise InvalidArgumentError(f"config field critic.whiten={self.whiten!r}: expected true or false")
+
+
+@dataclass(frozen=True)
+class PRMConfig:
+    """A process reward model (PRM) learned during RL from the sampling tree's Monte-Carlo values, whose score of each
+    agent-turn is added to the reward the estimator sees (docs/training.md, "Process reward from a learned PRM";
+    :mod:`teamgym.train.process_reward`). Needs a tree rollout; off by default.
+
+    Attributes:
+        weight: ``w`` in ``local += w * PRM(prompt + completion)`` for every row the estimator sees (0 = off, the
+            default: no PRM is built, fitted or saved). MASPRM's use: the PRM's value at the step, not a difference.
+        target: what the PRM is fitted on, per agent-turn node of the sampling tree: ``treerl`` (TreeRL's ``V(s)``,
+            the mean success of the finished episodes below the node, in [0, 1]) or ``masprm`` (MASPRM's
+            ``q_sum / visits`` with leaf rewards +1 solved / -1 not, in [-1, 1]).
+        n_embd: the PRM's width (a GPT-2 regressor with a byte-level tokenizer built in code, no download).
+        n_layer: the PRM's layers.
+        n_head: the PRM's attention heads (must divide ``n_embd``).
+        max_length: tokens (bytes) of ``prompt + completion`` the PRM reads; a longer text keeps its end, the
+            completion.
+        lr: AdamW learning rate of each fit.
+        epochs: passes over the buffer per fit (one fit per RL step, after the step's scores are taken).
+        batch_size: texts per PRM gradient step.
+        buffer: the most recent (text, target) pairs kept to fit on (older ones are dropped first).
+        warmup_steps: RL steps whose rollouts only fit the PRM: its scores enter the rewards from the step after
+            ``warmup_steps`` fits on (0 = from the first step, with the untrained PRM).
+    """
+
+    weight: float = 0.0
+    target: str = "treerl"
+    n_embd: int = 32
+    n_layer: int = 2
+    n_head: int = 2
+    max_length: int = 256
+    lr: float = 1e-3
+    epochs: int = 2
+    batch_size: int = 32
+    buffer: int = 1024
+    warmup_steps: int = 5
+
+    def __post_init__(self) -> None:
+        check_number("prm.weight", self.weight, low=0.0, hint="0 = off; e.g. 0.5 with --prm-weight 0.5")
+        check_choice("prm.target", self.target, PRM_TARGETS)
+        for name, low, example in (("n_embd", 1, 32), ("n_layer", 1, 2), ("n_head", 1, 2), ("max_length", 16, 256),
+                                   ("epochs", 1, 2), ("batch_size", 1, 32), ("buffer", 1, 1024),
+                                   ("warmup_steps", 0, 5)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InvalidArgumentError(f"config field prm.{name}={value!r}: expected an int >= {low}, e.g. "
+                                           f"--prm-{name.replace('_', '-')} {example}")
+        if self.n_embd % self.n_head:
+            raise InvalidArgumentError(
+                f"config fields prm.n_embd={self.n_embd} and prm.n_head={self.n_head}: the heads split the width, so "
+                "n_head must divide n_embd (e.g. --prm-n-embd 32 --prm-n-head 2)"
+            )
+        check_number("prm.lr", self.lr, low=0.0, inclusive=False, hint="e.g. 1e-3")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a PRM is trained and used (``weight > 0``)."""
+        return self.weight > 0
