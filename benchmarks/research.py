@@ -130,15 +130,18 @@ QUESTIONS = (
         "(metrics.jsonl's informative_groups_per_1000 favours them).",)),
     Question("A", "A: team_gigpo against at_grpo, gigpo and dr_mas at equal completions", (
         AT_GRPO,
-        Method("team_gigpo", ("--algo", "team_gigpo"), "trajectory rollout, 8 tasks x group_size 4"),
-        Method("gigpo", ("--algo", "gigpo"), "trajectory rollout, 8 tasks x group_size 4"),
-        Method("dr_mas", ("--algo", "dr_mas"), "trajectory rollout, groups = (task, agent)"),
+        Method("team_gigpo", ("--algo", "team_gigpo", "--group-size", "4"),
+               "trajectory rollout, 8 tasks x group_size 4"),
+        Method("gigpo", ("--algo", "gigpo", "--group-size", "4"), "trajectory rollout, 8 tasks x group_size 4"),
+        Method("dr_mas", ("--algo", "dr_mas", "--group-size", "4"), "trajectory rollout, 8 tasks x group_size 4, "
+               "groups = (task, agent)"),
     )),
     Question("B", "B: a PRM's process reward against turn-level reward only", (
         Method(BASELINE, AT_GRPO.flags, "turn-level reward only (the env's team and local terms)"),
-        Method("prm_process_reward", unsupported="no config field trains with a process reward: "
-               "teamgym.wrappers.ProcessReward and TransformersPRM exist, but the trainer neither fits a PRM on its "
-               "sampling tree's values (MASPRM/TreeRL targets) nor wraps its envs in ProcessReward"),
+        Method("prm_process_reward", ("--algo", "at_grpo", "--prm-weight", "0.5"),
+               "AT-GRPO plus 0.5 x PRM(step) in each row's local reward: a tiny TransformersPRM fitted after every "
+               "step on the tree's TreeRL values (unchosen candidates continued, counted in the budget; "
+               "docs/training.md, \"Process reward from a learned PRM\")"),
         Method("treerl", ("--algo", "treerl"), "not a PRM: TreeRL's advantages from the same tree values "
                "(unchosen candidates continued), what the tree's values give without a learned model"),
     )),

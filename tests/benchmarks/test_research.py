@@ -76,7 +76,7 @@ def test_report_means_intervals_and_paired_differences(tmp_path):
         _write(runs, _result("A", "gigpo", seed, base[seed] + delta))
     _write(runs, _result("A", "gigpo", 9, 0.99))  # a seed at_grpo lacks: in the mean, not in the pairs
     results = tmp_path / "out" / "RESULTS.md"
-    text = research.write_report(runs, results, keys=["A", "B"])
+    text = research.write_report(runs, results, keys=["A", "B", "gap1"])
     assert results.read_text() == text
 
     row = _row(text, "at_grpo")
@@ -95,14 +95,14 @@ def test_report_means_intervals_and_paired_differences(tmp_path):
 
     row = _row(text, "dr_mas")
     assert row[2] == "0 of 5 seeds" and set(row[3:10]) == {"—"}
-    assert "unsupported: no config field trains with a process reward" in _row(text, "prm_process_reward",
-                                                                                  "every env")[-1]
+    assert "unsupported: no budget-aware strategy exists" in _row(text, "budget_aware", "every env")[-1]
     sokoban = next(line for line in text.splitlines() if line.startswith("| every method | sokoban-v0 |"))
     assert "not run" in sokoban and "no warm start" in sokoban
     assert "Command: `python benchmarks/research.py --questions A --seeds 0 1 2 3 4 --budget 9600" in text
     assert "No cell has been run yet" not in text
     assert (results.parent / "images" / "research_A.png").stat().st_size > 0
     assert "](images/research_A.png)" in text and "research_B.png" not in text  # B has no run: no plot
+    assert _row(text, "prm_process_reward")[2] == "0 of 5 seeds"  # runnable now, not yet run
     assert not (results.parent / "images" / "research_B.png").exists()
 
 
