@@ -4,16 +4,30 @@ A character-level 2-layer model cannot read a 1,500-character prompt in useful t
 same information compactly on the policy side (the env is unchanged and still scores the raw completion). Every
 preset is documented with what its prompt shows; none derives the answer for the model.
 
-``plan_path-v0`` (compact): the grid rows with ``@`` (current position) and ``G`` (goal), one row per line, then
-``T>`` for the tool or, for the planner, the plan line the tool's program printed and ``P>``. The tool answers with
-a program that prints a plan (```` ```\\nprint('Actions: R,D')\\n``` ````) and the planner with ``Actions: R,D``.
-Demonstrations come from the env's ``oracle`` planner (a shortest path from the current state), written in those
-two formats.
+The three planning presets share one shape. The prompt is the current board, one row per line in the env's own
+symbols (no row or column numbers), then ``T>`` for the tool or, for the planner, the plan line the tool's program
+printed (its first line with ``Actions``, cut to the preset's width; ``-`` when there is none) and ``P>``. The tool
+answers with a program that prints a plan (```` ```\nprint('Actions: R,D')\n``` ````, which the sandbox answers
+without running it) and the planner with the plan line. Demonstrations are the env's ``oracle`` planner's plan from
+the current state, written in those two formats.
+
+``plan_path-v0`` (compact; 4x4 grids, 3 turns): the grid rows with ``#`` (obstacle), ``.`` (free), ``@`` (current
+position) and ``G`` (goal); plans ``Actions: R,D`` (a shortest path), plan lines cut at 40 characters.
+
+``sokoban-v0`` (compact; 5x5 warehouses, i.e. a 3x3 floor inside the walls, 1 box, 3 turns): the warehouse rows
+as the env prints them, walls included: ``#`` wall, ``_`` floor, ``.`` goal, ``$`` box, ``*`` box on a goal, ``@``
+player, ``+`` player on a goal; plans ``Actions: U,R,R`` (a fewest-moves solution), plan lines cut at 40
+characters.
+
+``sudoku-v0`` (compact; 4x4 easy puzzles, 10 givens and 6 empty cells, 3 turns): the grid rows, a digit per filled
+cell (givens and the team's placements alike, as the env shows them) and ``.`` per empty cell, without the box
+rules; plans ``Actions: r1c2=3, r4c1=2`` (the placements that turn the board into the solution, rows and columns
+from 1), plan lines cut at 64 characters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,41 +53,82 @@ class Preset:
     max_tokens: int = 256
 
 
-def _plan_path_grid(env: Any) -> str:
-    base = env.unwrapped
-    board, goal = base.state.board, base.task.goal
-    rows = []
-    for r, row in enumerate(base.task.grid):
-        rows.append("".join("@" if (r, c) == board else "G" if (r, c) == goal else ch for c, ch in enumerate(row)))
+def _board(rows: Iterable[str]) -> str:
+    """A board as the compact prompts show it: its rows, top to bottom, one per line."""
     return "\n".join(rows)
 
 
-def _plan_line(text: str) -> str:
+def _plan_line(text: str, width: int = 40) -> str:
+    """The first ``Actions`` line of ``text`` (a program's output, an answer), stripped and cut to ``width``."""
     for line in text.splitlines():
         if "Actions" in line:
-            return line.strip()[:40]
+            return line.strip()[:width]
     return "-"
 
 
-def plan_path_prompt(env: Any, agent: str) -> str:
-    """Compact ``plan_path`` prompt: the grid, then ``T>`` (tool) or the tool's printed plan line and ``P>``."""
-    grid = _plan_path_grid(env)
+def _board_prompt(env: Any, agent: str, board: str, width: int) -> str:
+    """``board`` then ``T>`` for the tool; for the planner ``board``, the tool's printed plan line and ``P>``."""
     if agent == "tool":
-        return f"{grid}\nT>"
-    return f"{grid}\n{_plan_line(env.unwrapped.state.tool_output)}\nP>"
+        return f"{board}\nT>"
+    return f"{board}\n{_plan_line(env.unwrapped.state.tool_output, width)}\nP>"
 
 
-def plan_path_demonstration(env: Any, agent: str) -> str:
-    """The oracle planner's shortest plan, as the tool's program or as the planner's answer."""
-    plan = _plan_line(env.unwrapped.scripted_policy("planner", "oracle")(env.observe("planner")))
+def _oracle_demonstration(env: Any, agent: str, width: int) -> str:
+    """The env's oracle planner's plan line: as a program printing it (the tool) or as the answer (the planner)."""
+    plan = _plan_line(env.unwrapped.scripted_policy("planner", "oracle")(env.observe("planner")), width)
     if agent == "tool":
         return f"```\nprint('{plan}')\n```"
     return plan
 
 
+def plan_path_prompt(env: Any, agent: str) -> str:
+    """Compact ``plan_path`` prompt: the grid, then ``T>`` (tool) or the tool's printed plan line and ``P>``."""
+    base = env.unwrapped
+    position, goal = base.state.board, base.task.goal
+    rows = ("".join("@" if (r, c) == position else "G" if (r, c) == goal else ch for c, ch in enumerate(row))
+            for r, row in enumerate(base.task.grid))
+    return _board_prompt(env, agent, _board(rows), width=40)
+
+
+def plan_path_demonstration(env: Any, agent: str) -> str:
+    """The oracle planner's shortest plan, as the tool's program or as the planner's answer."""
+    return _oracle_demonstration(env, agent, width=40)
+
+
+def sokoban_prompt(env: Any, agent: str) -> str:
+    """Compact ``sokoban`` prompt: the warehouse rows, then ``T>`` (tool) or the tool's printed plan line and ``P>``."""
+    base = env.unwrapped
+    return _board_prompt(env, agent, _board(base._rows(base.state.board)), width=40)
+
+
+def sokoban_demonstration(env: Any, agent: str) -> str:
+    """The oracle planner's fewest-moves plan, as the tool's program or as the planner's answer."""
+    return _oracle_demonstration(env, agent, width=40)
+
+
+def sudoku_prompt(env: Any, agent: str) -> str:
+    """Compact ``sudoku`` prompt: the grid rows (``.`` empty), then ``T>`` (tool) or the tool's plan line and ``P>``."""
+    base = env.unwrapped
+    size, board = base.size, base.state.board
+    rows = ("".join(str(d) if d else "." for d in board[r * size:(r + 1) * size]) for r in range(size))
+    return _board_prompt(env, agent, _board(rows), width=64)
+
+
+def sudoku_demonstration(env: Any, agent: str) -> str:
+    """The oracle planner's placements, as the tool's program or as the planner's answer."""
+    return _oracle_demonstration(env, agent, width=64)
+
+
 PRESETS: dict[str, Preset] = {
     "plan_path-v0": Preset(prompt=plan_path_prompt, demonstration=plan_path_demonstration,
                            env_kwargs={"size": 4, "max_turns": 3}, max_tokens=40),
+    # max_tokens: room for the longest demonstration over training tasks 0-19,999 and its end-of-sequence token,
+    # and a little more. sokoban: 10 moves, 46 tokens; 52 fit 13 moves. sudoku: 6 placements (every easy puzzle
+    # has at most 6 empty cells), 73 tokens; 81 fit 7 (a wrong digit and its correction).
+    "sokoban-v0": Preset(prompt=sokoban_prompt, demonstration=sokoban_demonstration,
+                         env_kwargs={"size": 5, "num_boxes": 1, "max_turns": 3}, max_tokens=52),
+    "sudoku-v0": Preset(prompt=sudoku_prompt, demonstration=sudoku_demonstration,
+                        env_kwargs={"size": 4, "difficulty": "easy", "max_turns": 3}, max_tokens=81),
     # The learning sanity envs: their own prompts are already a few characters; answers are one character.
     **{env_id: Preset(max_tokens=2) for env_id in ("sanity_bandit-v0", "sanity_relay-v0", "sanity_two_turn-v0")},
 }
