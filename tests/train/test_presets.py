@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 import teamgym
-from teamgym.rollout.slot import EnvSlot
 from teamgym.rollout.tiny import char_tokenizer
 from teamgym.sandbox._literal import answer
 from teamgym.sandbox.result import Job
 from teamgym.train import TrainConfig, train
 from teamgym.train.presets import PRESETS, get_preset
+from teamgym.train.sft import Demonstration, collect_demonstrations
 
 ENVS = ("sokoban-v0", "sudoku-v0")
 
@@ -38,24 +38,19 @@ def oracle_line(env) -> str:
     return next(line.strip() for line in answer_text.splitlines() if line.startswith("Actions"))
 
 
-def replay(env_id: str, task_ids) -> tuple[list[tuple[str, str, str]], list[bool]]:
-    """The preset's expert played through the preset's formats, as the SFT stage collects it: every (agent, prompt,
-    completion) and each task's success."""
-    preset = PRESETS[env_id]
-    slot = EnvSlot(lambda: make(env_id), preset.prompt)
-    steps, solved = [], []
-    try:
-        for task_id in task_ids:
-            slot.reset(task_id, seed=0)
-            while not slot.done():
-                node = slot.open_node()
-                completion = preset.demonstration(slot.env, node.agent)
-                steps.append((node.agent, node.prompt, completion))
-                slot.env.step(completion)
-            solved.append(slot.env.unwrapped.state.solved)
-    finally:
-        slot.close()
-    return steps, solved
+def replay(env_id: str, task_ids) -> tuple[list[Demonstration], list[bool]]:
+    """The preset's expert played through the preset's formats, as the SFT stage collects it: the demonstrations,
+    and whether each task was solved."""
+    envs, demos, solved = [], [], []
+
+    def env_fn():
+        envs.append(make(env_id))
+        return envs[-1]
+
+    for task_id in task_ids:  # one task per call, to read its env's end state after it
+        demos += collect_demonstrations(env_fn, PRESETS[env_id], [task_id])
+        solved.append(envs[-1].unwrapped.state.solved)
+    return demos, solved
 
 
 @pytest.mark.parametrize("env_id", ENVS)
@@ -94,9 +89,9 @@ def test_prompts_show_the_envs_board_and_no_answer(env_id):
 
 @pytest.mark.parametrize("env_id", ENVS)
 def test_demonstrations_replay_to_success_through_the_literal_fast_path(env_id):
-    steps, solved = replay(env_id, range(50))
+    demos, solved = replay(env_id, range(50))
     assert all(solved)
-    tools = [completion for agent, _, completion in steps if agent == "tool"]
+    tools = [d.completion for d in demos if d.agent == "tool"]
     assert len(tools) == 50  # each task solved at its first turn
     env = make(env_id)
     for task_id, completion in enumerate(tools[:5]):
@@ -104,15 +99,15 @@ def test_demonstrations_replay_to_success_through_the_literal_fast_path(env_id):
         env.reset(seed=0, options={"task_id": task_id})
         program = env.unwrapped._preamble(env.unwrapped.state.board) + completion[len("```\n"):-len("```")]
         assert answer(Job(program)) is not None  # the sandbox answers it without running it
-    planners = [(prompt, completion) for agent, prompt, completion in steps if agent == "planner"]
-    assert all(prompt.endswith(f"\n{completion}\nP>") for prompt, completion in planners)  # it copies the tool
+    planners = [d for d in demos if d.agent == "planner"]
+    assert all(d.prompt.endswith(f"\n{d.completion}\nP>") for d in planners)  # it copies the tool's line
 
 
 @pytest.mark.parametrize("env_id", ENVS)
 def test_longest_demonstration_fits_max_tokens(env_id):
-    steps, _ = replay(env_id, range(500))
+    demos, _ = replay(env_id, range(500))
     tokenizer = char_tokenizer()
-    longest = max(len(tokenizer(c, add_special_tokens=False)["input_ids"]) for _, _, c in steps)
+    longest = max(len(tokenizer(d.completion, add_special_tokens=False)["input_ids"]) for d in demos)
     assert longest + 1 <= PRESETS[env_id].max_tokens  # and its end-of-sequence token
 
 
