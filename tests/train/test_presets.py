@@ -123,3 +123,18 @@ def test_main_job_trains_end_to_end_on_the_preset(tmp_path, env_id):
     for key in ("heldout_success_before", "heldout_success_after_sft", "heldout_success_after"):
         assert 0.0 <= summary[key] <= 1.0
     assert summary["completions_used"] > 0
+
+
+def test_plan_paths_longest_tool_program_fits_max_tokens():
+    """A tool program cut short by ``max_tokens`` never closes its code block, so a task whose shortest path is
+    longer than the budget allows could not be solved at all (40 tokens cut every plan of 8 moves or more)."""
+    from teamgym.envs.planning.plan_path import generate_path_task
+
+    lengths = {task_id: generate_path_task(task_id, size=4).optimal_length for task_id in range(5000)}
+    longest = max(lengths, key=lengths.get)
+    assert lengths[longest] >= 10  # the longest shortest path of a 4x4 grid in these tasks
+    demos, _ = replay("plan_path-v0", [longest])
+    tool = next(d.completion for d in demos if d.agent == "tool")
+    assert tool.count(",") == lengths[longest] - 1
+    assert len(char_tokenizer()(tool, add_special_tokens=False)["input_ids"]) + 1 <= PRESETS["plan_path-v0"].max_tokens
+
