@@ -112,10 +112,8 @@ class Question:
 
 AT_GRPO = Method(BASELINE, ("--algo", "at_grpo"), "AT-GRPO: tree, K = 4 per (agent, turn) node, greedy advance, "
                                                   "alpha = 1 (the env's mixing)")
-NO_WARM_START = ("no warm start: teamgym.train.presets has no compact prompt or scripted demonstrations for it (only "
-                 "plan_path-v0 and the sanity envs have them; the env's oracle policies could write them), and RL "
-                 "from a random tiny model gets no signal (docs/training.md, the main job)")
-ENVS = (Env("plan_path-v0"), Env("sokoban-v0", NO_WARM_START), Env("sudoku-v0", NO_WARM_START))
+#: The envs with a compact preset (prompt and scripted warm start, teamgym.train.presets) the tiny model learns.
+ENVS = (Env("plan_path-v0"), Env("sokoban-v0"), Env("sudoku-v0"))
 
 QUESTIONS = (
     Question("gap1", "Gap 1: tree-sampling strategies at equal completions", (
