@@ -124,8 +124,11 @@ QUESTIONS = (
                "AdaptiveK: k0 = 2 candidates first, up to k_max = 8 where they disagree"),
         Method("budget_aware", unsupported="no budget-aware strategy exists: tree.strategy is greedy, top_m or "
                                            "adaptive (teamgym.rollout.settings.STRATEGIES)"),
-    ), ("The issue also asks for a learning-signal measure that does not favour small groups; not built yet "
-        "(metrics.jsonl's informative_groups_per_1000 favours them).",)),
+    ), ("Learning signal: *advantage energy per completion* is the squared distance of each completion's reward "
+        "from its group's mean, averaged over completions and RL steps (teamgym.algos."
+        "advantage_energy_per_completion; metrics.jsonl's `advantage_energy`). For the same rewards it never favours "
+        "small groups (expectation s2 (K - 1) / K), unlike *informative groups per 1,000 completions*, shown beside "
+        "it, which counts a disagreeing pair as much as a disagreeing group of eight.",)),
     Question("A", "A: team_gigpo against at_grpo, gigpo and dr_mas at equal completions", (
         AT_GRPO,
         Method("team_gigpo", ("--algo", "team_gigpo", "--group-size", "4"),
@@ -253,6 +256,20 @@ def write_json(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
+def learning_signal(folder: Path) -> dict[str, float | None]:
+    """The RL steps' mean learning-signal measures from the run's ``metrics.jsonl``: ``advantage_energy`` (squared
+    group-centred reward per completion, which does not favour small groups) and ``informative_groups_per_1000``
+    (which does); ``None`` where the run logged none."""
+    from teamgym.train.metrics import read_metrics
+
+    rows = read_metrics(folder)
+    out: dict[str, float | None] = {}
+    for key in ("advantage_energy", "informative_groups_per_1000"):
+        values = [float(r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+        out[key] = float(np.mean(values)) if values else None
+    return out
+
+
 def result_of(run: Run, summary: dict[str, Any], *, command: list[str], seconds: float, invocation: str
               ) -> dict[str, Any]:
     """A finished run's ``result.json`` from the trainer's ``summary.json``."""
@@ -270,6 +287,7 @@ def result_of(run: Run, summary: dict[str, Any], *, command: list[str], seconds:
         "completion_tokens": summary.get("completion_tokens_used"),
         "stopped_by_budget": summary.get("stopped_by_budget"),
         "wall_seconds": summary["wall_seconds"], "end_to_end_seconds": seconds,
+        **learning_signal(run.folder),
         "train_args": list(run.train_args), "command": command, "invocation": invocation, "summary": summary,
     }
 
@@ -413,6 +431,10 @@ def _number(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
 
 
+def _signal(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
 def grid_command(keys: Sequence[str], seeds: Sequence[int], budget: int, max_steps: int, runs_dir: Path) -> str:
     """The runner's command for ``keys`` (what (re)produces their tables)."""
     return shlex.join(["python", "benchmarks/research.py", "--questions", *keys, "--seeds", *map(str, seeds),
@@ -431,14 +453,14 @@ def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *
     lines += [
         "| method | env | seeds | greedy after RL, % [95% CI] | minus at_grpo, points [95% CI] (paired seeds) "
         "| after the warm start, % | sampled after RL, % | completions | completion tokens | wall s | budget "
-        "| what it is |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| advantage energy per completion | informative groups per 1,000 | what it is |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     readings = []
     env_rows = [e for e in ENVS if e.env_id in envs]
     for method in q.methods:
         if method.unsupported:
-            lines.append(f"| `{method.name}` | every env | not run | — | — | — | — | — | — | — | — | "
+            lines.append(f"| `{method.name}` | every env | not run | — | — | — | — | — | — | — | — | — | — | "
                          f"unsupported: {method.unsupported} |")
             continue
         for env in env_rows:
@@ -469,11 +491,11 @@ def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *
                 f"| `{method.name}` | {env.env_id} | {seeds_text} | {_interval(greedy, n)} | {diff_text} | "
                 f"{_pct(cell.mean('greedy_after_warm_start'))} | {_pct(cell.mean('sampled_after_rl'))} | "
                 f"{_number(cell.mean('completions'))} | {_number(cell.mean('completion_tokens'))} | "
-                f"{_number(cell.mean('wall_seconds'))} | {budget_text} | "
-                f"{method.note} (`{flags}`) |")
+                f"{_number(cell.mean('wall_seconds'))} | {budget_text} | {_signal(cell.mean('advantage_energy'))} | "
+                f"{_number(cell.mean('informative_groups_per_1000'))} | {method.note} (`{flags}`) |")
     for env in env_rows:
         if env.unsupported:
-            lines.append(f"| every method | {env.env_id} | not run | — | — | — | — | — | — | — | — "
+            lines.append(f"| every method | {env.env_id} | not run | — | — | — | — | — | — | — | — | — | — "
                          f"| {env.unsupported} |")
     lines.append("")
     if readings:

@@ -37,6 +37,7 @@ __all__ = [
     "adaptive_tree_step",
     "AdaptiveK",
     "informative_groups_per_1000",
+    "advantage_energy_per_completion",
 ]
 
 
@@ -254,3 +255,22 @@ def informative_groups_per_1000(rewards: torch.Tensor, group_ids: torch.Tensor) 
     if n == 0:
         return 0.0
     return float((group_stats(rewards, group_ids).std > 0).sum()) * 1000.0 / n
+
+
+def advantage_energy_per_completion(rewards: torch.Tensor, group_ids: torch.Tensor) -> float:
+    """The learning signal per completion that does not favour small groups: ``sum_g sum_{i in g} (r_i - mean_g)^2 /
+    N``, the squared norm of the group-mean-baseline advantages (before any std normalisation) per row.
+
+    :func:`informative_groups_per_1000` counts a group of two that disagrees as much as a group of eight, so a tree
+    of K = 2 scores higher per completion than one of K = 4 while its groups carry less. Here every row counts
+    by how far its reward is from its group's baseline: for rewards drawn independently with variance ``s2`` in
+    groups of K, the expectation is ``s2 * (K - 1) / K`` (K = 2: ``s2 / 2``; K = 4: ``3 s2 / 4``), so smaller groups
+    never score higher for the same rewards; a group whose rewards agree contributes 0.
+    """
+    rewards = check_values("rewards", rewards)
+    group_ids = check_ids("group_ids", group_ids)
+    n = check_same_length(rewards=rewards, group_ids=group_ids)
+    if n == 0:
+        return 0.0
+    return float((group_stats(rewards, group_ids).centred ** 2).sum()) / n
+

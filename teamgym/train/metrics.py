@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from teamgym.algos import informative_groups_per_1000
+from teamgym.algos import advantage_energy_per_completion, informative_groups_per_1000
 from teamgym.errors import DependencyNotInstalled
 from teamgym.rollout.engine import RolloutResult
 from teamgym.train.columns import batch_columns
@@ -52,7 +52,7 @@ def step_metrics(step: int, result: RolloutResult, advantages: torch.Tensor, sta
         advantages: ``(N,)`` the advantages of the rows trained on.
         stats: the last epoch's update statistics.
         rollout: ``"tree"`` or ``"trajectory"``.
-        gamma: the trajectory returns' discount (for ``informative_groups_per_1000``).
+        gamma: the trajectory returns' discount (for ``informative_groups_per_1000`` and ``advantage_energy``).
         seconds: the step's wall time; update_seconds: its update's.
         dropped: rows dropped for infrastructure errors.
     """
@@ -74,7 +74,7 @@ def step_metrics(step: int, result: RolloutResult, advantages: torch.Tensor, sta
         row.update({"advantage/mean": float(advantages.mean()), "advantage/std": float(advantages.std()) if
                     advantages.numel() > 1 else 0.0, "advantage/min": float(advantages.min()),
                     "advantage/max": float(advantages.max())})
-    row["informative_groups_per_1000"] = _informative_groups(result, rollout, gamma)
+    row["informative_groups_per_1000"], row["advantage_energy"] = _group_signal(result, rollout, gamma)
     row.update({"loss": stats.loss, "kl": stats.kl, "entropy": stats.entropy, "clip_fraction": stats.clip_fraction,
                 "grad_norm": stats.grad_norm, "completions": result.completions,
                 "completion_tokens": result.completion_tokens,
@@ -88,16 +88,18 @@ def step_metrics(step: int, result: RolloutResult, advantages: torch.Tensor, sta
     return row
 
 
-def _informative_groups(result: RolloutResult, rollout: str, gamma: float) -> float:
-    """Groups whose rewards differ per 1,000 completions: tree nodes, or tasks whose trajectories' returns differ
-    (trajectory rollouts)."""
+def _group_signal(result: RolloutResult, rollout: str, gamma: float) -> tuple[float, float]:
+    """``(informative groups per 1,000 completions, advantage energy per completion)`` of the rollout's groups: tree
+    nodes over the rows' rewards, or tasks over their trajectories' returns (trajectory rollouts)."""
     batch = result.batch
     if not len(batch):
-        return 0.0
+        return 0.0, 0.0
     if rollout == "tree":
-        return informative_groups_per_1000(batch.rewards, batch.node_ids())
-    columns = batch_columns(batch, ("episode_returns", "task_ids"), rollout="trajectory", gamma=gamma)
-    return informative_groups_per_1000(columns["episode_returns"], columns["task_ids"])
+        rewards, groups = batch.rewards, batch.node_ids()
+    else:
+        columns = batch_columns(batch, ("episode_returns", "task_ids"), rollout="trajectory", gamma=gamma)
+        rewards, groups = columns["episode_returns"], columns["task_ids"]
+    return informative_groups_per_1000(rewards, groups), advantage_energy_per_completion(rewards, groups)
 
 
 class MetricsLogger:

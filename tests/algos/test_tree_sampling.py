@@ -9,6 +9,7 @@ import torch
 from teamgym.algos import (
     AdaptiveK,
     adaptive_tree_step,
+    advantage_energy_per_completion,
     choose_greedy,
     choose_top_m,
     informative_groups_per_1000,
@@ -151,6 +152,30 @@ def test_informative_groups_per_1000():
     rewards = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.5, 0.5])
     groups = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
     assert informative_groups_per_1000(rewards, groups) == pytest.approx(1000 / 8)
+
+
+def test_advantage_energy_is_the_squared_centred_reward_per_row():
+    rewards = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.5, 0.5, 2.0])
+    groups = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3, 4])
+    slow = 0.0
+    for g in groups.unique():
+        members = rewards[groups == g].tolist()
+        mean = sum(members) / len(members)
+        slow += sum((r - mean) ** 2 for r in members)
+    assert advantage_energy_per_completion(rewards, groups) == pytest.approx(slow / len(rewards)) == 0.5 / 9
+    assert advantage_energy_per_completion(torch.tensor([]), torch.tensor([], dtype=torch.long)) == 0.0
+
+
+def test_advantage_energy_does_not_favour_small_groups_where_informative_groups_do():
+    """The same Bernoulli(0.7) rewards cut into groups of 2 or of 4: informative groups per 1,000 completions
+    prefer 2, the advantage energy prefers 4 and matches s2 * (K - 1) / K."""
+    rewards = (torch.rand(40_000, generator=torch.Generator().manual_seed(0)) < 0.7).double()
+    by_k = {}
+    for k in (2, 4):
+        groups = torch.arange(len(rewards)) // k
+        by_k[k] = (informative_groups_per_1000(rewards, groups), advantage_energy_per_completion(rewards, groups))
+        assert by_k[k][1] == pytest.approx(0.21 * (k - 1) / k, rel=0.03)
+    assert by_k[2][0] > by_k[4][0] and by_k[2][1] < by_k[4][1]
 
 
 def test_adaptive_tree_step_samples_more_only_where_rewards_disagree():

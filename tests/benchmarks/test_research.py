@@ -228,9 +228,13 @@ def test_quick_runs_one_cell_end_to_end_then_skips_or_resumes_it(tmp_path):
     for key in ("greedy_after_rl", "sampled_after_rl", "greedy_after_warm_start", "sampled_after_warm_start"):
         assert 0.0 <= result[key] <= 1.0, key
     assert result["command"][1:3] == ["-m", "teamgym.train"] and "--torch-threads" in result["command"]
+    energy = [r["advantage_energy"] for r in map(json.loads, (folder / "metrics.jsonl").read_text().splitlines())]
+    assert result["advantage_energy"] == pytest.approx(sum(energy) / len(energy)) and result["advantage_energy"] >= 0
+    assert result["informative_groups_per_1000"] >= 0
     report = (tmp_path / "RESULTS.md").read_text()
     row = _row(report, "at_grpo")
     assert row[2] == "1 seed" and row[7] == f"{result['completions']:,}"
+    assert row[11] == f"{result['advantage_energy']:.4f}"
     assert "Command: `python benchmarks/research.py --quick" in report and "a smoke test" in report
     assert (tmp_path / "images" / "research_A.png").exists()
 
