@@ -108,7 +108,7 @@ def test_prompts_decode_with_the_runs_tokenizer(tmp_path):
 
 def test_token_budget():
     assert token_budget({"max_new_tokens": 512, "env_id": "plan_path-v0"}) == 512
-    assert token_budget({"max_new_tokens": 0, "env_id": "plan_path-v0", "prompt_format": "compact"}) == 40
+    assert token_budget({"max_new_tokens": 0, "env_id": "plan_path-v0", "prompt_format": "compact"}) == 48
     assert token_budget({"max_new_tokens": 0, "env_id": "coder_tester-v0", "prompt_format": "env"}) == 256
     assert token_budget(None) is None
 
