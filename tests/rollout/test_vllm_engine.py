@@ -155,6 +155,7 @@ def test_trainer_samples_with_vllm_and_trains_against_its_logprobs(tmp_path, mon
     layout = {"vllm_engines": engines, "vllm_gpus_per_engine": 0.3} if engines > 1 and device == "cuda" else {
         "vllm_engines": engines}
     config = TrainConfig.from_dict(dict(
+        algo="at_grpo",
         env_id="relay-v0", env_kwargs={"max_turns": 2}, model=checkpoint, generator="vllm", device=device,
         vllm_gpu_memory_utilization=0.2, **layout, steps=3, lr=3e-3, entropy_coef=0.05, tasks_per_step=4, k=2,
         epochs=1, micro_batch_size=4096, max_new_tokens=8, sft_steps=0, eval_tasks=2, checkpoint_every=3,

@@ -150,6 +150,7 @@ def test_trainer_trains_role_adapters_sampled_by_vllm_and_resumes(tmp_path, monk
 
     def run(steps: int, resume: bool) -> None:
         config = TrainConfig.from_dict(dict(
+            algo="at_grpo",
             env_id="relay-v0", env_kwargs={"max_turns": 2}, model=checkpoint, generator="vllm", role_adapters=True,
             lora_rank=4, vllm_gpu_memory_utilization=0.2, steps=steps, lr=3e-3, entropy_coef=0.05, tasks_per_step=4,
             k=2, epochs=1, micro_batch_size=4096, max_new_tokens=8, sft_steps=0, eval_tasks=2, checkpoint_every=1,
@@ -177,6 +178,7 @@ def test_the_warm_started_base_reaches_vllm(tmp_path, checkpoint):
     from teamgym.train.metrics import read_metrics
 
     config = TrainConfig.from_dict(dict(
+        algo="at_grpo",
         env_id="plan_path-v0", model=checkpoint, generator="vllm", role_adapters=True, lora_rank=4,
         vllm_gpu_memory_utilization=0.2, steps=1, sft_steps=3, sft_lr=3e-3, sft_batch_size=4, tasks_per_step=2, k=2,
         max_new_tokens=8, eval_tasks=1, eval_every=0, output_dir=str(tmp_path / "run"), progress_bar=False,
