@@ -132,10 +132,14 @@ class DependencyNotInstalled(TeamGymError, ImportError):
         super().__init__(f"the optional dependency {package!r} is not installed{what}: {fix}")
 
 
-def check_int(name: str, value: Any, minimum: int) -> None:
-    """Raise :class:`InvalidArgumentError` naming ``name=value`` unless ``value`` is an int ``>= minimum``."""
+def check_int(name: str, value: Any, minimum: int, *, hint: str = "") -> None:
+    """Raise :class:`InvalidArgumentError` naming ``name=value`` unless ``value`` is an int ``>= minimum``.
+
+    ``hint`` (e.g. ``"e.g. --prm-epochs 2"``) is appended to the message, as :func:`check_number` does.
+    """
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgumentError(f"config field {name}={value!r}: expected an int >= {minimum}")
+        raise InvalidArgumentError(f"config field {name}={value!r}: expected an int >= {minimum}"
+                                   + (f" ({hint})" if hint else ""))
 
 
 def check_number(name: str, value: Any, *, low: float | None = None, inclusive: bool = True, hint: str = "") -> None:

@@ -227,12 +227,9 @@ class TrainConfig:
             check_int(name, getattr(self, name), 0)
         if self.task_pool is not None:
             check_int("task_pool", self.task_pool, 0)
-        budget = self.completion_budget
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise InvalidArgumentError(
-                f"config field completion_budget={budget!r}: expected an int >= 0, the completions RL may generate "
-                "(e.g. --completion-budget 2560), or 0 for none (RL then runs `steps` steps)"
-            )
+        check_int("completion_budget", self.completion_budget, 0,
+                  hint="the completions RL may generate, e.g. --completion-budget 2560; 0 for none: RL then runs "
+                       "`steps` steps")
         check_number("sft_lr", self.sft_lr, low=0.0, inclusive=False)
         _check_alpha(self.alpha)
         check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))

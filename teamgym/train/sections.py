@@ -223,10 +223,7 @@ class PRMConfig:
         for name, low, example in (("n_embd", 1, 32), ("n_layer", 1, 2), ("n_head", 1, 2), ("max_length", 16, 256),
                                    ("epochs", 1, 2), ("batch_size", 1, 32), ("buffer", 1, 1024),
                                    ("warmup_steps", 0, 5)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InvalidArgumentError(f"config field prm.{name}={value!r}: expected an int >= {low}, e.g. "
-                                           f"--prm-{name.replace('_', '-')} {example}")
+            check_int(f"prm.{name}", getattr(self, name), low, hint=f"e.g. --prm-{name.replace('_', '-')} {example}")
         if self.n_embd % self.n_head:
             raise InvalidArgumentError(
                 f"config fields prm.n_embd={self.n_embd} and prm.n_head={self.n_head}: the heads split the width, so "
