@@ -124,7 +124,7 @@ PRESETS: dict[str, Preset] = {
                            env_kwargs={"size": 4, "max_turns": 3}, max_tokens=48),
     # max_tokens: room for the longest demonstration over training tasks 0-19,999 and its end-of-sequence token,
     # and a little more. plan_path: 10 moves, 46 tokens (the tool's program is 25 + 2 x moves characters); 48 fit
-    # 11 moves (until 2026-12-04 it was 40, which cut every tool program of 8 moves or more: 3% of the held-out
+    # 11 moves (until 2026-12-05 it was 40, which cut every tool program of 8 moves or more: 3% of the held-out
     # tasks). sokoban: 10 moves, 46 tokens; 52 fit 13 moves. sudoku: 6 placements (every easy puzzle has at most 6
     # empty cells), 73 tokens; 81 fit 7 (a wrong digit and its correction).
     "sokoban-v0": Preset(prompt=sokoban_prompt, demonstration=sokoban_demonstration,
