@@ -8,8 +8,12 @@ from the runs' JSON.
     python benchmarks/research.py --report                 # the report only, from the runs there are
     python benchmarks/research.py --quick                  # one tiny cell end to end, report in a temp folder (CI)
 
-Each run is one subprocess ``python -m teamgym.train ... --torch-threads 1 --output-dir
-RUNS/<question>/<method>/<env>/seed_<n>`` (its output in that folder's ``train.log``). When it has finished, the
+Each (env, seed) first gets one warm start, shared by every method and question: ``python -m teamgym.train ...
+--steps 0 --output-dir RUNS/warm_start/warm_start/<env>/seed_<n>`` (the SFT stage and its held-out evaluations, no
+RL). Each run is then one subprocess ``python -m teamgym.train ... --torch-threads 1 --warm-start-from <that folder>
+--output-dir RUNS/<question>/<method>/<env>/seed_<n>`` (its output in that folder's ``train.log``), which starts
+from that warm start exactly as if it had made it itself (``warm_start_from``, tested bit for bit), so the grid pays
+for each warm start once instead of once per method. When it has finished, the
 runner writes the folder's ``result.json``: held-out success (greedy and sampled) after the warm start and after RL,
 the completions and completion tokens RL generated, wall seconds, the command and the trainer's ``summary.json``.
 Rerunning skips runs whose ``result.json`` exists, resumes (``--resume``) runs with checkpoints and no result, and
@@ -21,10 +25,13 @@ starts anything (choose another ``--runs-dir``). Runs whose train arguments are 
 Protocol (:data:`PROTOCOL`): the steadier warm start of docs/training.md (width 128, 1,000 cosine SFT steps on 3,000
 tasks' oracle demonstrations), then RL until the question's completion budget (``--completion-budget``, the same for
 every method of a question unless the question defines a share of it, as C does) or ``--max-steps``; held-out
-success on 200 tasks never trained on, before and after. Cells report the mean over seeds with a 95% percentile
-bootstrap interval, and each method's difference from ``at_grpo`` paired by seed (the same seed, hence the same warm
-start) with its interval. Methods the trainer cannot express yet, and envs without a warm start, are listed with the
-reason instead of being approximated.
+success on 200 tasks never trained on, before and after. The main job's recipe, which the protocol is, was chosen on
+seeds 0-4 and the held-out tasks 1,000,000-1,000,199 of plan_path-v0 (docs/training.md); the grid reports seeds 5-9
+(:data:`SEEDS`) on held-out tasks from 2,000,000 (``--heldout-offset``), on which nothing was chosen. The methods'
+own settings are their papers' or the trainer's defaults, not tuned on any seed. Cells report the mean over seeds with
+a 95% percentile bootstrap interval, and each method's difference from ``at_grpo`` paired by seed (the same seed,
+hence the same warm start) with its interval. Methods the trainer cannot express yet, and envs without a warm start,
+are listed with the reason instead of being approximated.
 """
 
 from __future__ import annotations
@@ -51,7 +58,10 @@ from _stats import bootstrap_ci, paired_differences  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILE = "result.json"
 BASELINE = "at_grpo"
-SEEDS = (0, 1, 2, 3, 4)
+#: The reported seeds: not 0-4, on which the main job's recipe (the protocol) was chosen.
+SEEDS = (5, 6, 7, 8, 9)
+#: The run folders' first level for the shared warm starts (``<runs>/warm_start/warm_start/<env>/seed_<n>``).
+WARM_START = "warm_start"
 #: Completions RL may generate in each run of a question: about 80 steps of the main job's AT-GRPO, which spends
 #: 113-133 completions per step on plan_path-v0 after the warm start (docs/benchmarks.md).
 BUDGET = 9_600
@@ -59,10 +69,10 @@ BUDGET = 9_600
 #: quarter of AT-GRPO's completions per step needs about four times its steps).
 MAX_STEPS = 1_000
 #: Train flags of every run, before the method's own (which may override them): the steadier warm start of
-#: docs/training.md, 200 held-out tasks, held-out success after the warm start and at the end only (an evaluation
-#: every 20 of up to 1,000 steps would cost more than the RL).
+#: docs/training.md, 200 held-out tasks (from id 2,000,000: not the tasks the recipe was chosen on), held-out success
+#: after the warm start and at the end only (an evaluation every 20 of up to 1,000 steps would cost more than the RL).
 PROTOCOL = ("--n-embd", "128", "--n-head", "4", "--sft-tasks", "3000", "--sft-steps", "1000", "--sft-schedule",
-            "cosine", "--eval-tasks", "200", "--eval-every", "0", "--no-progress-bar")
+            "cosine", "--eval-tasks", "200", "--heldout-offset", "2000000", "--eval-every", "0", "--no-progress-bar")
 #: ``--quick``: a tiny model and warm start, 4 held-out tasks, a few RL steps (CI checks the plumbing, not results).
 QUICK_PROTOCOL = ("--n-layer", "1", "--n-embd", "16", "--n-head", "1", "--sft-tasks", "8", "--sft-steps", "3",
                   "--eval-tasks", "4", "--eval-every", "0", "--tasks-per-step", "2", "--tree-k", "2", "--no-plot",
@@ -199,9 +209,23 @@ def run_folder(runs_dir: Path, key: str, method: str, env_id: str, seed: int) ->
     return Path(runs_dir) / key / method / env_id.replace("/", "_") / f"seed_{seed}"
 
 
+def warm_start_run(env_id: str, seed: int, *, runs_dir: Path, protocol: Sequence[str] = PROTOCOL) -> Run:
+    """The warm start (SFT and its evaluations, ``--steps 0``) that every method's run of ``(env_id, seed)`` starts
+    from."""
+    args = (*protocol, "--env-id", env_id, "--seed", str(seed), "--steps", "0", "--torch-threads", "1")
+    return Run(WARM_START, WARM_START, env_id, seed, run_folder(runs_dir, WARM_START, WARM_START, env_id, seed), args)
+
+
+def warm_starts_of(runs: Iterable[Run], *, runs_dir: Path, protocol: Sequence[str] = PROTOCOL) -> list[Run]:
+    """The warm starts ``runs`` start from, one per (env, seed)."""
+    pairs = dict.fromkeys((r.env_id, r.seed) for r in runs)
+    return [warm_start_run(env_id, seed, runs_dir=runs_dir, protocol=protocol) for env_id, seed in pairs]
+
+
 def plan_runs(questions: Iterable[str], envs: Iterable[str], seeds: Iterable[int], *, runs_dir: Path, budget: int,
               max_steps: int, protocol: Sequence[str] = PROTOCOL, methods: Iterable[str] | None = None) -> list[Run]:
-    """The runs of the grid that the trainer can run (unsupported methods and envs are left out)."""
+    """The runs of the grid that the trainer can run (unsupported methods and envs are left out), each starting from
+    its (env, seed)'s shared warm start (:func:`warm_start_run`)."""
     wanted = set(methods) if methods is not None else None
     env_ids = [e.env_id for e in ENVS if e.env_id in set(envs) and not e.unsupported]
     runs = []
@@ -213,20 +237,34 @@ def plan_runs(questions: Iterable[str], envs: Iterable[str], seeds: Iterable[int
                 for seed in seeds:
                     args = (*protocol, *method.flags, "--env-id", env_id, "--seed", str(seed), "--completion-budget",
                             str(max(1, round(budget * method.budget_share))), "--steps", str(max_steps),
-                            "--torch-threads", "1")
+                            "--torch-threads", "1", "--warm-start-from",
+                            str(warm_start_run(env_id, seed, runs_dir=runs_dir, protocol=protocol).folder))
                     runs.append(Run(key, method.name, env_id, seed, run_folder(runs_dir, key, method.name, env_id,
                                                                                seed), args))
     return runs
 
 
-def check_runs(runs: Sequence[Run]) -> None:
-    """Every run's flags make a valid ``TrainConfig`` (a typo fails here, before hours of compute; imports torch)."""
+def check_runs(runs: Sequence[Run], warm_starts: Sequence[Run] = ()) -> None:
+    """Every run's flags make a valid ``TrainConfig``, and one that can start from its warm start (a typo, or a method
+    flag that would change the warm start, fails here, before hours of compute; imports torch)."""
+    from teamgym.errors import InvalidArgumentError
     from teamgym.train.cli import add_arguments, config_from_args
+    from teamgym.train.config import warm_start_differences
 
     parser = argparse.ArgumentParser(prog="teamgym train")
     add_arguments(parser)
+
+    def config(args: Sequence[str]) -> Any:
+        return config_from_args(parser.parse_args([*args, "--output-dir", "unused"]))
+
+    warm = {str(w.folder): config(w.train_args).to_dict() for w in warm_starts}
     for args in dict.fromkeys(r.train_args for r in runs):
-        config_from_args(parser.parse_args([*args, "--output-dir", "unused"]))
+        made = config(args)
+        source = warm.get(made.warm_start_from)
+        differences = warm_start_differences(source, made) if source is not None else []
+        if differences:
+            raise InvalidArgumentError(f"the run `{shlex.join(args)}` cannot start from its warm start "
+                                       f"{made.warm_start_from}: " + "; ".join(differences))
 
 
 def read_result(folder: Path) -> dict[str, Any] | None:
@@ -361,6 +399,20 @@ def execute(runs: Sequence[Run], *, jobs: int = 1, invocation: str = "", launche
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(work, groups.values()))
     return failed
+
+
+def run_grid(runs: Sequence[Run], warm_starts: Sequence[Run], *, jobs: int = 1, invocation: str = "",
+             launcher: Launcher = launch, say: Callable[[str], None] = print) -> list[str]:
+    """Run the warm starts, then the runs whose warm start exists (:func:`execute` for both); returns the labels of
+    the runs and warm starts that failed, a run whose warm start failed among them (it is not launched)."""
+    failed = execute(warm_starts, jobs=jobs, invocation=invocation, launcher=launcher, say=say)
+    cold = {(w.env_id, w.seed) for w in warm_starts if w.label in failed}
+    for run in runs:
+        if (run.env_id, run.seed) in cold:
+            failed.append(run.label)
+            say(f"FAILED {run.label}: its warm start failed")
+    return failed + execute([r for r in runs if (r.env_id, r.seed) not in cold], jobs=jobs, invocation=invocation,
+                            launcher=launcher, say=say)
 
 
 # ---------------------------------------------------------------------- report
@@ -509,6 +561,25 @@ def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *
     return lines
 
 
+def warm_start_section(all_cells: dict[tuple[str, str, str], Cell], *, envs: Sequence[str],
+                       seeds: Sequence[int]) -> list[str]:
+    """The warm starts' table: per env, held-out success after SFT per seed, its mean and interval, and its cost."""
+    lines = ["## Warm starts", "",
+             "One per (env, seed), shared by every method: held-out success after the SFT warm start, before any RL.",
+             "", "| env | seeds | greedy per seed, % | greedy, % [95% CI] | sampled, % [95% CI] | wall s |",
+             "|---|---|---|---:|---:|---:|"]
+    for env_id in envs:
+        cell = all_cells.get((WARM_START, WARM_START, env_id), Cell())
+        greedy, sampled = cell.values("greedy_after_warm_start"), cell.values("sampled_after_warm_start")
+        n = len(greedy)
+        per_seed = " / ".join(f"{seed}: {100 * greedy[seed]:.1f}" for seed in sorted(greedy)) or "—"
+        lines.append(f"| {env_id} | {n} of {len(seeds)} | {per_seed} | "
+                     f"{_interval(mean_ci(list(greedy.values())), n)} | "
+                     f"{_interval(mean_ci(list(sampled.values())), len(sampled))} | "
+                     f"{_number(cell.mean('wall_seconds'))} |")
+    return [*lines, ""]
+
+
 def plot_question(q: Question, all_cells: dict[tuple[str, str, str], Cell], envs: Sequence[str], path: Path) -> bool:
     """One PNG per question: per env, each method's held-out greedy success after RL (mean and 95% CI, every seed as a
     dot, the warm start as a dash). False (no file) when the question has no run yet."""
@@ -589,10 +660,14 @@ def write_report(runs_dir: Path, results_path: Path, *, keys: Sequence[str] = QU
         "training temperature). A cell is the mean over its seeds with a 95% percentile bootstrap interval "
         "(10,000 resamples); the difference from `at_grpo` is paired by seed (the same seed starts from the same "
         "warm start) and bootstrapped the same way. A cell with fewer runs than asked shows what exists and says "
-        "`n of N seeds`. Completions, tokens (completion tokens RL generated) and wall seconds (the trainer's, warm "
-        "start and evaluations included) are means over the cell's seeds; each run's exact command is in its "
-        "`result.json`.", "",
+        "`n of N seeds`. Each (env, seed) has one warm start (`--steps 0`), which every method's run of it starts "
+        "from (`--warm-start-from`, bit for bit the run it would have been with its own warm start); its held-out "
+        "success and wall time are in the warm-start table. Completions, tokens (completion tokens RL generated) and "
+        "wall seconds (the trainer's: RL and the final evaluation, not the shared warm start) are means over the "
+        "cell's seeds; each run's exact command is in its `result.json`. The protocol's recipe was chosen on seeds "
+        "0-4 and held-out tasks 1,000,000-1,000,199 of plan_path-v0; the grid reports other seeds and tasks.", "",
     ]
+    lines += warm_start_section(all_cells, envs=envs, seeds=seeds)
     for key in keys:
         q = question(key)
         image_path = results_path.parent / "images" / f"research_{key}.png"
@@ -653,11 +728,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     runs = plan_runs(args.questions, args.envs, args.seeds, runs_dir=runs_dir, budget=args.budget,
                      max_steps=args.max_steps, protocol=protocol, methods=args.methods)
-    status = {run: run_status(run) for run in runs}
-    conflicts = [run for run in runs if status[run] == "conflict"]
+    warm_starts = warm_starts_of(runs, runs_dir=runs_dir, protocol=protocol)
+    status = {run: run_status(run) for run in [*warm_starts, *runs]}
+    conflicts = [run for run in status if status[run] == "conflict"]
     if args.dry_run:
         first: dict[tuple[str, ...], Run] = {}
-        for run in runs:
+        for run in [*warm_starts, *runs]:
             leader = first.setdefault(run.train_args, run)
             how = shlex.join(run.command(resume=status[run] == "resume")) if leader is run else f"as {leader.label}"
             print(f"{status[run]:8} {run.label}: {how}")
@@ -667,12 +743,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(conflicts)} run folders hold results of other train arguments (e.g. {conflicts[0].folder}): "
               "choose another --runs-dir, or remove them to run them again", file=sys.stderr)
         return 2
-    check_runs(runs)
-    counts = {s: sum(v == s for v in status.values()) for s in ("done", "resume", "fresh")}
+    check_runs(runs, warm_starts)
+    counts = {s: sum(status[r] == s for r in runs) for s in ("done", "resume", "fresh")}
+    warm_todo = sum(status[w] != "done" for w in warm_starts)
     print(f"{len(runs)} runs under {runs_dir}: {counts['done']} done, {counts['resume']} to resume, "
-          f"{counts['fresh']} to start (runs with the same train arguments run once); {args.jobs} at a time",
-          flush=True)
-    failed = execute(runs, jobs=args.jobs, invocation=invocation, say=lambda text: print(text, flush=True))
+          f"{counts['fresh']} to start (runs with the same train arguments run once), after {warm_todo} of their "
+          f"{len(warm_starts)} warm starts; {args.jobs} at a time", flush=True)
+    failed = run_grid(runs, warm_starts, jobs=args.jobs, invocation=invocation,
+                      say=lambda text: print(text, flush=True))
     report()
     if failed:
         print(f"{len(failed)} runs failed: {', '.join(failed)} (rerun the command to retry them)", file=sys.stderr)

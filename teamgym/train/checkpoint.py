@@ -21,7 +21,8 @@ import torch
 from teamgym.errors import CheckpointError
 from teamgym.train.run_dir import list_checkpoints
 
-__all__ = ["save_checkpoint", "load_latest_checkpoint", "list_checkpoints", "remove_stale_writes", "verify_checkpoint"]
+__all__ = ["save_checkpoint", "load_checkpoint", "load_latest_checkpoint", "list_checkpoints", "remove_stale_writes",
+           "verify_checkpoint"]
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,25 @@ def verify_checkpoint(path: str | Path) -> str | None:
         if _sha256(file) != meta["sha256"]:
             return f"{name} does not match its SHA-256 checksum (corrupt)"
     return None
+
+
+def load_checkpoint(output_dir: str | Path, step: int) -> dict[str, Any]:
+    """The state of ``output_dir``'s checkpoint of ``step``, verified against its manifest.
+
+    Raises:
+        CheckpointError: there is no such checkpoint (naming the ones there are), or it is invalid (naming why).
+    """
+    path = Path(output_dir) / "checkpoints" / f"step_{step:08d}"
+    if not path.is_dir():
+        there = ", ".join(p.name for p in list_checkpoints(output_dir)) or "none"
+        raise CheckpointError(f"{output_dir} has no checkpoint of step {step} ({path}); its checkpoints: {there}")
+    reason = verify_checkpoint(path)
+    if reason is None:
+        try:
+            return torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
+        except Exception as err:  # passes the checksum but fails to unpickle
+            reason = f"{STATE_FILE} could not be loaded ({err.__class__.__name__}: {err})"
+    raise CheckpointError(f"checkpoint {path} is invalid: {reason}")
 
 
 def load_latest_checkpoint(output_dir: str | Path) -> tuple[int, dict[str, Any]] | None:

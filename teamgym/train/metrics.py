@@ -238,7 +238,8 @@ def plot_learning_curves(output_dir: str | Path, *, evals: Mapping[str, float | 
         axes[0].plot(steps, _smooth([r.get(key) or 0.0 for r in rows]), label=key.split("/")[1])
     axes[0].set_title("mean reward per agent, all candidates (10-step mean)")
     axes[0].set_xlabel("RL step")
-    axes[0].legend()
+    if reward_keys:  # a warm-start-only run (steps=0) has no RL rows
+        axes[0].legend()
     axes[1].plot(steps, _smooth([r.get("success") or 0.0 for r in rows]), alpha=0.5,
                  label="training episodes (10-step mean; a tree: its chosen path)")
     for suffix, label in (("", "greedy"), ("_sampled", "sampled")):

@@ -45,9 +45,9 @@ from teamgym.rollout.samplers import Samplers, distinct_policies
 from teamgym.rollout.sampling import SamplingParams
 from teamgym.rollout.slot import LocalSlots, SlotPool
 from teamgym.train.alpha import TrainingAlpha
-from teamgym.train.checkpoint import load_latest_checkpoint, remove_stale_writes, save_checkpoint
+from teamgym.train.checkpoint import load_checkpoint, load_latest_checkpoint, remove_stale_writes, save_checkpoint
 from teamgym.train.columns import usable_rows
-from teamgym.train.config import TrainConfig
+from teamgym.train.config import TrainConfig, warm_start_differences
 from teamgym.train.estimators import estimate, make_estimator, spec_for
 from teamgym.train.evaluation import TaskSplit, evaluate
 from teamgym.train.metrics import MetricsLogger, plot_learning_curves, read_metrics, step_metrics
@@ -276,6 +276,10 @@ class Trainer:
 
     def _warm_start(self) -> None:
         c = self.config
+        if c.warm_start_from:
+            self._load_warm_start(Path(c.warm_start_from))
+            self._checkpoint()
+            return
         before = self.evaluate("before training")
         self.evals.update({"before": before["success"], "before_sampled": before["sampled_success"]})
         if c.sft_steps > 0:
@@ -304,6 +308,44 @@ class Trainer:
             self.reference = ReferencePolicies(self.policies)
         self.sft_done = True
         self._checkpoint()
+
+    def _load_warm_start(self, source: Path) -> None:
+        """Start from ``source``'s warm start (its step-0 checkpoint): the state :meth:`_warm_start` would have left.
+
+        The RL optimizers, the mixer, the estimator's and the PRM's state stay this run's own: the warm start does not
+        touch them, so they are as fresh here as they would have been.
+        """
+        state = load_checkpoint(source, 0)
+        differences = warm_start_differences(state["config"], self.config)
+        if differences:
+            raise InvalidArgumentError(
+                f"warm_start_from={str(source)!r}: that warm start was made with other settings: "
+                + "; ".join(differences) + ". Use the same values as its config.json, or make this run's own warm "
+                "start (leave warm_start_from empty)"
+            )
+        named = distinct_policies(self.policies)
+        if set(state["models"]) != set(named):
+            raise InvalidArgumentError(f"warm_start_from={str(source)!r} holds models {sorted(state['models'])} but "
+                                       f"this run builds {sorted(named)}")
+        base = base_policy(self.policies)
+        if base is not None and state.get("base") is not None:
+            base.load_weights(state["base"])
+        for name, policy in named.items():
+            policy.load_weights(state["models"][name])
+            policy.set_rng_state(state["policy_rng"][name])
+        # The random streams: the warm start leaves them as seeded today (SFT draws from numpy generators of its own,
+        # and evaluations restore the policies'), but a warm start that drew from them would stay exact.
+        self.engine.load_state_dict({**self.engine.state_dict(), "rng": state["engine"]["rng"]})
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_random"])
+        self.evals = dict(state["evals"])
+        self.samplers.sync()
+        if self.config.ppo.kl_reference == "reference":
+            self.reference = ReferencePolicies(self.policies)
+        self.sft_done = True
+        logger.info("warm start from %s (held-out success after it: %.1f%% greedy, %.1f%% sampled)", source,
+                    100 * self.evals.get("after_sft", self.evals["before"]),
+                    100 * self.evals.get("after_sft_sampled", self.evals["before_sampled"]))
 
     @property
     def budget_reached(self) -> bool:
@@ -454,8 +496,12 @@ class Trainer:
                                    seeds=[task_seed(t) for t in repeated], alphas=alphas)
 
     def _finish(self) -> dict[str, Any]:
-        final = self.evaluate(f"after {self.step} {self.config.algo} steps")
-        self.evals.update({"after": final["success"], "after_sampled": final["sampled_success"]})
+        if self.step == 0:  # no RL step (steps=0): the model is the warm start, whose evaluation is deterministic
+            stage = "after_sft" if "after_sft" in self.evals else "before"
+            self.evals.update({"after": self.evals[stage], "after_sampled": self.evals[f"{stage}_sampled"]})
+        else:
+            final = self.evaluate(f"after {self.step} {self.config.algo} steps")
+            self.evals.update({"after": final["success"], "after_sampled": final["sampled_success"]})
         summary = {
             "output_dir": str(self.output_dir),
             "env_id": self.config.env_id, "algo": self.config.algo, "rollout": self.rollout_mode, "steps": self.step,
@@ -467,6 +513,7 @@ class Trainer:
             "heldout_sampled_success_after_sft": self.evals.get("after_sft_sampled"),
             "heldout_sampled_success_after": self.evals.get("after_sampled"),
             "sft_steps": self.config.sft_steps,
+            "warm_start_from": self.config.warm_start_from or None,
             "completion_budget": self.config.completion_budget,
             "completions_used": self.rl_completions,
             "completion_tokens_used": self.rl_completion_tokens,

@@ -97,7 +97,7 @@ def test_report_means_intervals_and_paired_differences(tmp_path):
     assert row[2] == "0 of 5 seeds" and set(row[3:10]) == {"—"}
     assert "unsupported: no budget-aware strategy exists" in _row(text, "budget_aware", "every env")[-1]
     assert _row(text, "at_grpo", "sokoban-v0")[2] == "0 of 5 seeds"  # every env of the grid has a row
-    assert "Command: `python benchmarks/research.py --questions A --seeds 0 1 2 3 4 --budget 9600" in text
+    assert "Command: `python benchmarks/research.py --questions A --seeds 5 6 7 8 9 --budget 9600" in text
     assert "No cell has been run yet" not in text
     assert (results.parent / "images" / "research_A.png").stat().st_size > 0
     assert "](images/research_A.png)" in text and "research_B.png" not in text  # B has no run: no plot
@@ -124,7 +124,13 @@ def test_the_committed_results_page_claims_no_result():
 def test_every_method_of_the_grid_is_a_valid_train_config(tmp_path):
     runs = research.plan_runs(research.QUESTION_KEYS, [e.env_id for e in research.ENVS], [0], runs_dir=tmp_path,
                               budget=9_600, max_steps=1_000)
-    research.check_runs(runs)  # every flag exists and every value is valid: raises otherwise
+    warm_starts = research.warm_starts_of(runs, runs_dir=tmp_path)
+    research.check_runs(runs, warm_starts)  # every flag exists, every value is valid, every warm start fits
+    assert len(warm_starts) == 3 and all(w.train_args[w.train_args.index("--steps") + 1] == "0" for w in warm_starts)
+    folders = {(w.env_id, w.seed): str(w.folder) for w in warm_starts}
+    assert all(r.train_args[r.train_args.index("--warm-start-from") + 1] == folders[(r.env_id, r.seed)]
+               for r in runs)
+    assert "--heldout-offset" in research.PROTOCOL and not set(research.SEEDS) & {0, 1, 2, 3, 4}
     assert {r.env_id for r in runs} == {"plan_path-v0", "sokoban-v0", "sudoku-v0"}  # each has a warm start
     for q in research.QUESTIONS:
         assert q.methods[0].name == research.BASELINE
@@ -135,6 +141,19 @@ def test_every_method_of_the_grid_is_a_valid_train_config(tmp_path):
         shares = {m.name: m.budget_share for m in q.methods if not m.unsupported}
         assert budgets == {name: str(round(9_600 * share)) for name, share in shares.items()}
     assert {r.method for r in runs if r.question == "C" and "2400" in r.train_args} == {"spo_per_agent_1_of_k"}
+
+
+def test_a_method_flag_that_would_change_the_warm_start_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    from teamgym.errors import InvalidArgumentError
+
+    q = research.question("A")
+    wider = research.Method("wider", ("--algo", "gigpo", "--n-embd", "64"), "changes the model")
+    monkeypatch.setattr(research, "QUESTIONS", (research.Question("A", q.title, (*q.methods, wider)),
+                                                *research.QUESTIONS[1:]))
+    runs = research.plan_runs(["A"], ["plan_path-v0"], [5], runs_dir=tmp_path, budget=100, max_steps=9,
+                              methods=["at_grpo", "wider"])
+    with pytest.raises(InvalidArgumentError, match=r"n_embd=128 \(this run: 64\)"):
+        research.check_runs(runs, research.warm_starts_of(runs, runs_dir=tmp_path))
 
 
 class FakeTrainer:
@@ -197,6 +216,27 @@ def test_done_runs_are_skipped_checkpointed_ones_resumed_and_equal_ones_run_once
     assert research.execute(runs, launcher=again, say=lambda _: None) == [] and again.commands == []
 
 
+def test_warm_starts_run_first_and_a_failed_one_fails_its_runs_without_launching_them(tmp_path):
+    runs = research.plan_runs(["A"], ["plan_path-v0"], [5, 6], runs_dir=tmp_path, budget=100, max_steps=9,
+                              protocol=("--no-plot",), methods=["at_grpo", "gigpo"])
+    warm_starts = research.warm_starts_of(runs, runs_dir=tmp_path)
+
+    class FailSeed6(FakeTrainer):
+        def __call__(self, command, log):
+            if command[command.index("--steps") + 1] == "0" and command[command.index("--seed") + 1] == "6":
+                self.commands.append(command)
+                return 1
+            return super().__call__(command, log)
+
+    trainer = FailSeed6()
+    failed = research.run_grid(runs, warm_starts, launcher=trainer, say=lambda _: None)
+    assert sorted(failed) == sorted([w.label for w in warm_starts if w.seed == 6]
+                                    + [r.label for r in runs if r.seed == 6])
+    outputs = [c[c.index("--output-dir") + 1] for c in trainer.commands]
+    assert outputs[:2] == [str(w.folder) for w in warm_starts] and len(outputs) == 4  # 2 warm starts, seed 5's runs
+    assert all(research.read_result(r.folder) is not None for r in runs if r.seed == 5)
+
+
 def test_a_failed_run_writes_no_result_and_is_reported(tmp_path):
     runs = research.plan_runs(["A"], ["plan_path-v0"], [0], runs_dir=tmp_path, budget=100, max_steps=9,
                               protocol=(), methods=["gigpo"])
@@ -228,6 +268,11 @@ def test_quick_runs_one_cell_end_to_end_then_skips_or_resumes_it(tmp_path):
     for key in ("greedy_after_rl", "sampled_after_rl", "greedy_after_warm_start", "sampled_after_warm_start"):
         assert 0.0 <= result[key] <= 1.0, key
     assert result["command"][1:3] == ["-m", "teamgym.train"] and "--torch-threads" in result["command"]
+    warm = tmp_path / "warm_start" / "warm_start" / "plan_path-v0" / "seed_0"
+    assert result["command"][result["command"].index("--warm-start-from") + 1] == str(warm)
+    warm_result = json.loads((warm / "result.json").read_text())
+    assert warm_result["steps"] == 0 and warm_result["greedy_after_rl"] == warm_result["greedy_after_warm_start"]
+    assert result["greedy_after_warm_start"] == warm_result["greedy_after_warm_start"]
     energy = [r["advantage_energy"] for r in map(json.loads, (folder / "metrics.jsonl").read_text().splitlines())]
     assert result["advantage_energy"] == pytest.approx(sum(energy) / len(energy)) and result["advantage_energy"] >= 0
     assert result["informative_groups_per_1000"] >= 0
@@ -236,6 +281,7 @@ def test_quick_runs_one_cell_end_to_end_then_skips_or_resumes_it(tmp_path):
     assert row[2] == "1 seed" and row[7] == f"{result['completions']:,}"
     assert row[11] == f"{result['advantage_energy']:.4f}"
     assert "Command: `python benchmarks/research.py --quick" in report and "a smoke test" in report
+    assert next(line for line in report.splitlines() if line.startswith("| plan_path-v0 | 1 of 1 |"))
     assert (tmp_path / "images" / "research_A.png").exists()
 
     second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)

@@ -29,7 +29,7 @@ def _train(*argv: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--steps", "0"], "steps=0: expected an int >= 1"),
+        (["--steps", "-1"], "steps=-1: expected an int >= 0"),
         (["--set", "nope=1"], "unknown config field 'nope': no field is close"),
         (["--tree-strategy", "adaptive", "--tree-k0", "6"], "tree.k0=6, tree.k=4, tree.k_max=8"),
         (["--ppo-aggregation", "sum"], "ppo.aggregation='sum'"),

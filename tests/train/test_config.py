@@ -14,7 +14,7 @@ from teamgym.train.cli import add_arguments, config_from_args
 
 @pytest.mark.parametrize(
     ("field", "value", "expected"),
-    [("lr", -1.0, "lr=-1.0"), ("steps", 0, "steps=0"), ("k", 2.5, "k=2.5"), ("aggregation", "mean", "token-mean"),
+    [("lr", -1.0, "lr=-1.0"), ("steps", -1, "steps=-1"), ("k", 2.5, "k=2.5"), ("aggregation", "mean", "token-mean"),
      ("strategy", "best", "greedy"), ("clip_low", 1.0, "clip_low=1.0"), ("dual_clip", 0.5, "dual_clip=0.5"),
      ("device", "tpu", "cuda"), ("model", "/no/such/dir", "local directory"), ("prompt_format", "x", "compact"),
      ("rollout_waves", 0, "rollout_waves=0"), ("completion_budget", -1, "completion_budget=-1"),
