@@ -56,6 +56,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _stats import bootstrap_ci, paired_differences  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+# The runner imports teamgym too (the run folders' checks, metrics): the checkout it launches, not an installed copy
+# that may be another revision or a tree being edited.
+sys.path.insert(0, str(ROOT))
 RESULT_FILE = "result.json"
 BASELINE = "at_grpo"
 #: The reported seeds: not 0-4, on which the main job's recipe (the protocol) was chosen.
@@ -132,8 +135,10 @@ QUESTIONS = (
                "advance stochastically among the 2 best candidates (tree.top_m 2, softmax temperature 1)"),
         Method("adaptive_k", ("--algo", "at_grpo", "--tree-strategy", "adaptive"),
                "AdaptiveK: k0 = 2 candidates first, up to k_max = 8 where they disagree"),
-        Method("budget_aware", unsupported="no budget-aware strategy exists: tree.strategy is greedy, top_m or "
-                                           "adaptive (teamgym.rollout.settings.STRATEGIES)"),
+        Method("budget_aware", ("--algo", "at_grpo", "--tree-strategy", "budget"),
+               "k0 = 2 candidates at every node of a tree level, then the level's other 2 per node dealt to the nodes "
+               "whose first two disagree (up to k_max = 8 each), the rest to the others: exactly K = 4 per node, as "
+               "greedy (teamgym.algos.allocate_level_budget)"),
     ), ("Learning signal: *advantage energy per completion* is the squared distance of each completion's reward "
         "from its group's mean, averaged over completions and RL steps (teamgym.algos."
         "advantage_energy_per_completion; metrics.jsonl's `advantage_energy`). For the same rewards it never favours "

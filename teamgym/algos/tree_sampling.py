@@ -16,6 +16,7 @@ state the previous agent's chosen action produced. Randomness comes only from a 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ __all__ = [
     "tree_turn",
     "adaptive_tree_step",
     "AdaptiveK",
+    "allocate_level_budget",
     "informative_groups_per_1000",
     "advantage_energy_per_completion",
 ]
@@ -245,6 +247,55 @@ class AdaptiveK:
     def load_state_dict(self, state: dict) -> None:
         for name in ("k", "k0", "k_max", "tolerance", "bank", "spent", "nodes"):
             setattr(self, name, state[name])
+
+
+def allocate_level_budget(first_rewards: Sequence[Sequence[float]], *, k: int, k0: int, k_max: int,
+                          tolerance: float = 0.0) -> list[int]:
+    """Budget-aware tree sampling (gap 1): each node's further candidates after its first ``k0``, for one tree level.
+
+    AT-GRPO spends ``k`` candidates at every node. Here every node of a level (all the episodes that reach it
+    together) first gets ``k0``; the level's remaining ``(k - k0) * nodes`` candidates are then dealt out one at a
+    time, round robin, first to the nodes whose first rewards disagree (spread ``max - min`` above ``tolerance``: they
+    have a group with a gradient, and more candidates sharpen it), widest spread first, up to ``k_max`` each;
+    whatever is left goes round robin to the nodes whose first rewards agree, widest spread first too, up to ``k``
+    each (a node that agreed on ``k0`` may still disagree on ``k``). So the level spends exactly AT-GRPO's ``k`` per
+    node, as no other strategy here does: :class:`AdaptiveK` banks what agreeing nodes save and may leave it
+    unspent. Equal completions per step, by construction, so any difference against greedy ``k`` is the
+    allocation's.
+
+    Args:
+        first_rewards: per node, the rewards of its first ``k0`` candidates (non-finite ones are ignored in the spread).
+        k: the budget per node (AT-GRPO's K).
+        k0: candidates each node got first.
+        k_max: the most candidates one node may get.
+        tolerance: spreads at most this are agreement.
+
+    Returns:
+        Per node, how many more candidates to sample; they sum to ``(k - k0) * len(first_rewards)``.
+    """
+    if not 1 <= k0 <= k <= k_max:
+        raise InvalidArgumentError(f"budget-aware tree sampling needs 1 <= k0 <= k <= k_max, got k0={k0}, k={k}, "
+                                   f"k_max={k_max}: lower tree.k0 or raise tree.k_max")
+    spreads = []
+    for node, rewards in enumerate(first_rewards):
+        if len(rewards) != k0:
+            raise InvalidArgumentError(f"node {node} has {len(rewards)} first rewards, expected k0={k0}")
+        finite = [float(r) for r in rewards if math.isfinite(r)]
+        spreads.append(max(finite) - min(finite) if len(finite) >= 2 else 0.0)
+    more = [0] * len(spreads)
+    budget = (k - k0) * len(spreads)
+    by_spread = sorted(range(len(spreads)), key=lambda n: (-spreads[n], n))
+    disagree = [n for n in by_spread if spreads[n] > tolerance]
+    agree = [n for n in by_spread if spreads[n] <= tolerance]
+    for nodes, cap in ((disagree, k_max - k0), (agree, k - k0)):
+        while budget > 0 and nodes:
+            for n in nodes:
+                if budget == 0:
+                    break
+                more[n] += 1
+                budget -= 1
+            nodes = [n for n in nodes if more[n] < cap]
+    return more
 
 
 def informative_groups_per_1000(rewards: torch.Tensor, group_ids: torch.Tensor) -> float:

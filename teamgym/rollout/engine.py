@@ -13,7 +13,9 @@ tree per episode):
    the candidate's step gave the other agents (``others_terms``, ``others_rewards``).
 
 Strategies (``TreeSampling.strategy``): ``"greedy"`` (AT-GRPO), ``"top_m"`` (stochastic advance among the m best),
-``"adaptive"`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only where they disagree). None of
+``"adaptive"`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only where they disagree),
+``"budget"`` (:func:`teamgym.algos.allocate_level_budget`: ``k0`` at every node of a tree level, then the level's
+other ``k - k0`` per node dealt to the nodes that disagree first). None of
 them advances on a candidate whose scoring failed (``infra_error``) while a sibling is healthy.
 ``TreeSampling.continue_unchosen`` (TreeRL) plays every unchosen candidate that can go on to the end as an episode of
 its own in another slot, one candidate per node, so that every leaf of the tree is a finished episode; its rows'
@@ -43,11 +45,11 @@ from typing import Any
 
 import numpy as np
 
-from teamgym.algos import AdaptiveK
+from teamgym.algos import AdaptiveK, allocate_level_budget
 from teamgym.errors import InvalidArgumentError, SandboxError
 from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.rollout.sampling import Completion, Sampler, SamplingParams
-from teamgym.rollout.settings import TreeSampling
+from teamgym.rollout.settings import TWO_ROUND_STRATEGIES, TreeSampling
 from teamgym.rollout.slot import NodeView, Scored, SlotPool
 from teamgym.sandbox import ExecResult, Program, run_programs
 
@@ -243,13 +245,12 @@ class RolloutEngine:
         active = list(wave)
         while active:
             nodes: list[NodeView] = self._env_call(play.timing, "open_node", [(i, ()) for i in active])
-            first_k = tree.k0 if tree.strategy == "adaptive" else tree.k
+            first_k = tree.k0 if tree.strategy in TWO_ROUND_STRATEGIES else tree.k
             candidates = yield nodes, [first_k if play.is_root(i) else 1 for i in active]
             seeds = [_node_seed(play.base_seed, i, steps[i], 0) for i in active]
             expanded = self._expand(play, active, candidates, seeds)
-            if tree.strategy == "adaptive":
-                more = [self.adaptive.extra([s.reward for s in scored]) if play.is_root(i) else 0
-                        for i, (scored, _) in zip(active, expanded, strict=True)]
+            if tree.strategy in TWO_ROUND_STRATEGIES:
+                more = self._more_candidates(play, active, expanded)
                 for n in sorted({m for m in more if m > 0}):
                     group = [j for j, m in enumerate(more) if m == n]
                     extra = yield [nodes[j] for j in group], [n] * len(group)
@@ -280,6 +281,20 @@ class RolloutEngine:
             summaries = self._env_call(play.timing, "summary", [(i, (play.episode_id(i),)) for i in ended])
             play.episodes.update(zip(ended, summaries, strict=True))
             active = [i for i, over in zip(active, finished, strict=True) if not over] + born
+
+    def _more_candidates(self, play: _Play, active: list[int], expanded: list[tuple[list[Scored], int]]) -> list[int]:
+        """Two-round strategies: each node's further candidates after its first ``k0`` (0 for a continuation's)."""
+        tree = play.tree
+        roots = [j for j, i in enumerate(active) if play.is_root(i)]
+        first = [[s.reward for s in expanded[j][0]] for j in roots]
+        if tree.strategy == "adaptive":
+            extra = [self.adaptive.extra(rewards) for rewards in first]
+        else:  # "budget": the level's nodes share k per node
+            extra = allocate_level_budget(first, k=tree.k, k0=tree.k0, k_max=tree.k_max)
+        more = [0] * len(active)
+        for j, n in zip(roots, extra, strict=True):
+            more[j] = n
+        return more
 
     def _drive(self, play: Generator, sampling: SamplingParams, timing: dict[str, float]) -> None:
         """Run one wave in the calling thread: generate, then its env work, in turn."""

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
 
-__all__ = ["BACKENDS", "STRATEGIES", "TreeSampling", "VLLMSettings"]
+__all__ = ["BACKENDS", "STRATEGIES", "TWO_ROUND_STRATEGIES", "TreeSampling", "VLLMSettings"]
 
 #: How a tree advances from a node (``TreeSampling.strategy``).
-STRATEGIES = ("greedy", "top_m", "adaptive")
+STRATEGIES = ("greedy", "top_m", "adaptive", "budget")
+#: The strategies that expand a node in two rounds: ``k0`` candidates, then more after seeing their rewards.
+TWO_ROUND_STRATEGIES = ("adaptive", "budget")
 
 #: What can sample rollouts.
 BACKENDS = ("hf", "vllm")
@@ -29,13 +31,16 @@ class TreeSampling:
     Attributes:
         k: candidates per (agent, step) node (AT-GRPO: 4). ``k = 1`` is plain sampling (no tree).
         strategy: tree advance rule: ``greedy`` (advance the best, AT-GRPO), ``top_m`` (stochastic advance among
-            the ``top_m`` best) or ``adaptive`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only
-            where they disagree, at most ``k_max``).
+            the ``top_m`` best), ``adaptive`` (:class:`teamgym.algos.AdaptiveK`: ``k0`` candidates first, more only
+            where they disagree, at most ``k_max``) or ``budget`` (:func:`teamgym.algos.allocate_level_budget`:
+            ``k0`` candidates at every node of a tree level, then the level's remaining ``(k - k0)`` per node dealt
+            to the nodes whose first rewards disagree, up to ``k_max`` each, the rest to the others: exactly ``k``
+            per node on average, like greedy). ``adaptive`` and ``budget`` advance greedily.
         top_m: ``top_m`` strategy: how many of the best candidates it samples among.
         top_m_temperature: ``top_m`` strategy: softmax temperature over their rewards (0 = greedy).
-        k0: ``adaptive`` strategy: candidates sampled first at each node.
-        k_max: ``adaptive`` strategy: most candidates one node may get by borrowing the budget banked by agreeing
-            nodes.
+        k0: ``adaptive`` and ``budget`` strategies: candidates sampled first at each node.
+        k_max: ``adaptive`` and ``budget`` strategies: most candidates one node may get with the budget that agreeing
+            nodes did not use.
         continue_unchosen: continue every unchosen candidate to the end of its episode, one candidate per later
             node, so that every leaf of the sampling tree is a finished episode (TreeRL's EPTree, arXiv 2506.11902:
             forks completed to the end; here the forks are the nodes' other candidates). An episode of D
@@ -61,10 +66,10 @@ class TreeSampling:
                                        "true, false or null (the estimator decides)")
         check_choice("tree.strategy", self.strategy, STRATEGIES)
         check_number("tree.top_m_temperature", self.top_m_temperature, low=0.0)
-        if self.strategy == "adaptive" and not self.k0 <= self.k <= self.k_max:  # what AdaptiveK needs
+        if self.strategy in TWO_ROUND_STRATEGIES and not self.k0 <= self.k <= self.k_max:
             raise InvalidArgumentError(
-                f"config fields tree.k0={self.k0}, tree.k={self.k}, tree.k_max={self.k_max}: the adaptive strategy "
-                "needs k0 <= k <= k_max: lower tree.k0 or raise tree.k_max"
+                f"config fields tree.k0={self.k0}, tree.k={self.k}, tree.k_max={self.k_max}: the {self.strategy} "
+                "strategy needs k0 <= k <= k_max: lower tree.k0 or raise tree.k_max"
             )
 
 

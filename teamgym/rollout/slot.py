@@ -24,6 +24,7 @@ from teamgym.algos import choose_greedy, choose_top_m
 from teamgym.core import TurnBasedTextEnv
 from teamgym.core.env import EPISODE_KEY
 from teamgym.core.rewards import mix
+from teamgym.rollout.settings import TWO_ROUND_STRATEGIES
 
 __all__ = ["NodeView", "Scored", "EnvSlot", "SlotPool", "LocalSlots", "anchor_of"]
 
@@ -182,7 +183,7 @@ class EnvSlot:
         self._ended.extend([False] * len(texts))
         for position, j in enumerate(order):
             index = base + j
-            last = position == len(order) - 1 and strategy != "adaptive"
+            last = position == len(order) - 1 and strategy not in TWO_ROUND_STRATEGIES
             earlier = self._seen.get(texts[j])
             if earlier is not None:
                 reward, failed = self._rewards[earlier], self._failed[earlier]
@@ -221,7 +222,7 @@ class EnvSlot:
                 # The env is restored to the node before the next candidate acts, so this child's objects can be
                 # handed to the snapshot instead of copied (not under adaptive K, which may restore it twice, nor
                 # when kept for a continuation, which another slot restores).
-                handoff = self._handoff and strategy != "adaptive" and not keep
+                handoff = self._handoff and strategy not in TWO_ROUND_STRATEGIES and not keep
                 self._snapshots[index] = _snapshot(env, handoff=handoff)
                 if handoff:
                     self._current = -1  # the env holds no state of its own until the next restore

@@ -1,5 +1,6 @@
 """Tree-sampling driver against a tiny deterministic fake env; AT-GRPO reference defects 2 and 3."""
 
+import math
 import zlib
 
 import numpy as np
@@ -10,6 +11,7 @@ from teamgym.algos import (
     AdaptiveK,
     adaptive_tree_step,
     advantage_energy_per_completion,
+    allocate_level_budget,
     choose_greedy,
     choose_top_m,
     informative_groups_per_1000,
@@ -146,6 +148,56 @@ def test_adaptive_k_keeps_average_budget_and_spends_where_rewards_differ():
     assert clone.state_dict() == ak.state_dict()
     with pytest.raises(InvalidArgumentError):
         AdaptiveK(k=2, k0=3)
+
+
+def allocate_slow(first, *, k, k0, k_max, tolerance=0.0):
+    """Reference: hand out the level's (k - k0) * nodes candidates one by one, each to the neediest node that can take
+    one: disagreeing nodes (below k_max) before agreeing ones (below k), then the fewest given so far, then the widest
+    spread, then the lowest index."""
+    spread = []
+    for rewards in first:
+        finite = [r for r in rewards if math.isfinite(r)]
+        spread.append(max(finite) - min(finite) if len(finite) > 1 else 0.0)
+    more = [0] * len(first)
+    for _ in range((k - k0) * len(first)):
+        open_nodes = [n for n in range(len(first))
+                      if more[n] < (k_max if spread[n] > tolerance else k) - k0]
+        n = min(open_nodes, key=lambda n: (spread[n] <= tolerance, more[n], -spread[n], n))
+        more[n] += 1
+    return more
+
+
+@pytest.mark.parametrize("trial", range(200))
+def test_allocate_level_budget_matches_the_one_by_one_reference_and_spends_k_per_node(trial):
+    rng = np.random.default_rng(trial)
+    k0 = int(rng.integers(1, 4))
+    k = k0 + int(rng.integers(0, 4))
+    k_max = k + int(rng.integers(0, 5))
+    nodes = int(rng.integers(0, 12))
+    first = [[float(v) for v in rng.choice([0.0, 0.5, 1.0, math.nan], k0, p=[0.4, 0.1, 0.45, 0.05])]
+             for _ in range(nodes)]
+    more = allocate_level_budget(first, k=k, k0=k0, k_max=k_max)
+    assert more == allocate_slow(first, k=k, k0=k0, k_max=k_max)
+    assert sum(more) == (k - k0) * nodes  # exactly AT-GRPO's k per node over the level
+    disagree = [n for n, r in enumerate(first) if len({v for v in r if math.isfinite(v)}) > 1]
+    for n, m in enumerate(more):
+        assert 0 <= m <= (k_max if n in disagree else k) - k0
+        if n not in disagree and m > 0:  # an agreeing node gets some only once every disagreeing one is full
+            assert all(more[d] == k_max - k0 for d in disagree)
+
+
+def test_allocate_level_budget_moves_the_agreeing_nodes_budget_to_the_disagreeing_ones():
+    first = [[1.0, 1.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.5], [0.0, 0.0]]
+    # budget 2 x 5 = 10: the two disagreeing nodes take 6 each at most (k_max 8): widest spread first, round robin
+    assert allocate_level_budget(first, k=4, k0=2, k_max=8) == [0, 5, 0, 5, 0]
+    assert allocate_level_budget(first, k=4, k0=2, k_max=5) == [2, 3, 1, 3, 1]  # capped at 3 more: the rest spreads
+    assert allocate_level_budget(first, k=4, k0=2, k_max=8, tolerance=0.5) == [1, 6, 1, 1, 1]
+    assert allocate_level_budget([], k=4, k0=2, k_max=8) == []
+    assert allocate_level_budget(first, k=2, k0=2, k_max=8) == [0] * 5  # k = k0: nothing to move
+    with pytest.raises(InvalidArgumentError, match="k0 <= k <= k_max"):
+        allocate_level_budget(first, k=4, k0=2, k_max=3)
+    with pytest.raises(InvalidArgumentError, match="expected k0=2"):
+        allocate_level_budget([[1.0]], k=4, k0=2, k_max=8)
 
 
 def test_informative_groups_per_1000():

@@ -95,7 +95,8 @@ def test_report_means_intervals_and_paired_differences(tmp_path):
 
     row = _row(text, "dr_mas")
     assert row[2] == "0 of 5 seeds" and set(row[3:10]) == {"—"}
-    assert "unsupported: no budget-aware strategy exists" in _row(text, "budget_aware", "every env")[-1]
+    budget_aware = _row(text, "budget_aware")
+    assert budget_aware[2] == "0 of 5 seeds" and "--tree-strategy budget" in budget_aware[-1]
     assert _row(text, "at_grpo", "sokoban-v0")[2] == "0 of 5 seeds"  # every env of the grid has a row
     assert "Command: `python benchmarks/research.py --questions A --seeds 5 6 7 8 9 --budget 9600" in text
     assert "No cell has been run yet" not in text

@@ -95,7 +95,7 @@ def rollout_rows(tree: TreeSampling, tasks=(1, 2, 3), **kwargs):
     return result, rows
 
 
-@pytest.mark.parametrize("strategy", ["greedy", "top_m", "adaptive"])
+@pytest.mark.parametrize("strategy", ["greedy", "top_m", "adaptive", "budget"])
 def test_every_leaf_is_a_finished_episode_and_its_return(strategy):
     """The old forest left unchosen candidates as leaves holding a truncated return (the chosen child collected
     every later reward): TreeRL's values then reinforced the greedy pick."""
@@ -139,7 +139,7 @@ def test_continued_episodes_replay_from_a_fresh_env():
     assert checked > 10
 
 
-@pytest.mark.parametrize("strategy", ["greedy", "top_m", "adaptive"])
+@pytest.mark.parametrize("strategy", ["greedy", "top_m", "adaptive", "budget"])
 def test_the_slot_keeps_the_children_the_reference_keeps(strategy):
     tree = TreeSampling(k=3, strategy=strategy, top_m=3, top_m_temperature=2.0, k0=2, k_max=5,
                         continue_unchosen=True)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import teamgym
-from teamgym.algos import at_grpo, choose_greedy, grpo, tree_step
+from teamgym.algos import allocate_level_budget, at_grpo, choose_greedy, grpo, tree_step
 from teamgym.core.env import EPISODE_KEY
 from teamgym.core.rewards import mix
 from teamgym.errors import InvalidArgumentError
@@ -151,6 +151,35 @@ def test_adaptive_k_spends_more_only_where_candidates_disagree():
         else:
             assert len(rewards) > 2
     assert engine.adaptive.spent == result.completions
+
+
+def test_budget_strategy_spends_k_per_node_at_every_level_moved_to_the_nodes_that_disagree():
+    def speaker(prompt: str, j: int) -> str:  # on two of the four tasks every candidate says the same
+        word = prompt.split("secret word is ")[1].split(".")[0]
+        return f"The word is {word}" if word in ("apple", "river") else speaker_text(prompt, j)
+
+    def tree_engine(tree: TreeSampling) -> RolloutEngine:
+        return RolloutEngine(LocalSlots(lambda: RelayEnv(max_turns=3), default_prompt),
+                             {"speaker": ScriptedSampler(speaker), "listener": ScriptedSampler(listener_text)},
+                             sampling=SamplingParams(max_tokens=16), tree=tree)
+
+    tree = TreeSampling(k=4, strategy="budget", k0=2, k_max=6)
+    result = tree_engine(tree).rollout(["apple", "river", "copper", "violet"])
+    rows = result.batch.rows()
+    assert result.completions == len(rows)
+    levels: dict = {}
+    for r in rows:
+        levels.setdefault(r["step"], {}).setdefault(r["episode_id"], []).append(r["rewards"])
+    sizes = set()
+    for level in levels.values():
+        assert sum(len(rewards) for rewards in level.values()) == tree.k * len(level)  # greedy K's spend, exactly
+        first = [rewards[:tree.k0] for rewards in level.values()]
+        assert [len(rewards) - tree.k0 for rewards in level.values()] == allocate_level_budget(
+            first, k=tree.k, k0=tree.k0, k_max=tree.k_max)
+        sizes |= {len(rewards) for rewards in level.values()}
+    assert len(sizes) > 1  # the budget moved between nodes somewhere (else this test would not see the allocation)
+    greedy = tree_engine(TreeSampling(k=4)).rollout(["apple", "river", "copper", "violet"])
+    assert greedy.completions == result.completions
 
 
 def test_at_grpo_on_one_agent_one_turn_equals_grpo():

@@ -48,7 +48,7 @@ def plan_engine(tree: TreeSampling, slots_cls=LocalSlots, tool=tool_text) -> Rol
                          {"tool": ScriptedSampler(tool), "planner": ScriptedSampler(planner_text)}, tree=tree, seed=3)
 
 
-@pytest.mark.parametrize("strategy", ["greedy", "top_m", "adaptive"])
+@pytest.mark.parametrize("strategy", ["greedy", "top_m", "adaptive", "budget"])
 def test_infra_error_candidates_are_never_chosen(failing_sandbox, strategy):
     tree = TreeSampling(k=4, strategy=strategy, top_m=4, top_m_temperature=5.0, k0=2, k_max=6)
     batch = plan_engine(tree).rollout([1, 2, 3, 4, 5]).batch
