@@ -166,10 +166,12 @@ QUESTIONS = (
         Method("alpha_0", ("--algo", "at_grpo", "--alpha", "0"), "static alpha = 0 (local terms only)"),
         Method("alpha_0.5", ("--algo", "at_grpo", "--alpha", "0.5"), "static alpha = 0.5"),
         Method("alpha_2", ("--algo", "at_grpo", "--alpha", "2"), "static alpha = 2"),
-        Method("bandit", ("--algo", "at_grpo", "--alpha", "bandit"), "EXP3 per agent over {0, 0.5, 1, 2}, scored "
-               "by the batch's mean team term"),
-        Method("better_mixer", unsupported="no other adaptive mixer exists: alpha is 'env', a number, {agent: "
-                                           "number} or 'bandit' (teamgym.train.alpha)"),
+        Method("bandit", ("--algo", "at_grpo", "--alpha", "bandit"), "EXP3 per agent over {0, 0.5, 1, 2}, credited "
+               "with the team return of the rollout after its update"),
+        Method("correlation", ("--algo", "at_grpo", "--alpha", "correlation"), "per agent, alpha in [0, 2] from the "
+               "moving correlation of local and team terms among the candidates of one state (1 at rho = 0; logged "
+               "as alpha_corr/tool and alpha_corr/planner); under at_grpo the tool's candidates hold no team "
+               "variance, so its alpha stays 1"),
     )),
     Question("C", "C: spo_per_agent at 1/K of AT-GRPO's completions against AT-GRPO at the full budget", (
         Method(BASELINE, AT_GRPO.flags, "the full budget, K = 4 candidates per node"),

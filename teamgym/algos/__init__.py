@@ -34,7 +34,7 @@ from teamgym.algos.losses import (
     overlong_penalty,
     ppo_clip_loss,
 )
-from teamgym.algos.mixing import AlphaMixer, BanditAlpha, StaticAlpha
+from teamgym.algos.mixing import AlphaMixer, BanditAlpha, CorrelationAlpha, StaticAlpha
 from teamgym.algos.registry import get_advantage, list_advantages, register_advantage
 from teamgym.algos.trackers import BetaValueTracker, PerAgentValueTracker, adaptive_rho
 from teamgym.algos.tree import TreeValues, masprm_targets, tree_values, treerl_advantages, treerl_terms
@@ -61,6 +61,7 @@ __all__ = [
     "BanditAlpha",
     "BetaValueTracker",
     "Branch",
+    "CorrelationAlpha",
     "GroupStats",
     "PerAgentValueTracker",
     "PolicyLoss",

@@ -96,9 +96,12 @@ class TrainConfig:
             local`` (AT-GRPO's mixing; the one alpha knob of training). ``"env"`` (default): the env's own rewards
             (its ``alpha``, 1.0 as AT-GRPO unless ``env_kwargs`` sets it); a number, or ``{agent: number}``: every
             agent-turn re-mixed with that fixed alpha; ``"bandit"``: ``teamgym.algos.BanditAlpha`` (EXP3 per agent
-            over {0, 0.5, 1, 2}, scored by the batch's mean team term, gap 3). Other than ``"env"``, the alphas used
-            are logged as ``alpha/<agent>`` in metrics.jsonl and the mixer's state is saved in checkpoints
-            (:mod:`teamgym.train.alpha`). The tree still advances on the env's rewards.
+            over {0, 0.5, 1, 2}, credited with the team return of the rollout after its update, gap 3);
+            ``"correlation"``: ``teamgym.algos.CorrelationAlpha`` (per agent, from the correlation of local and
+            team terms among the candidates sampled from one state, mapped onto [0, 2], gap 3). Other than
+            ``"env"``, the alphas used are logged as ``alpha/<agent>`` in metrics.jsonl (the correlation mixer also
+            logs ``alpha_corr/<agent>`` and ``alpha_groups/<agent>``), the tree advances on them, and the mixer's
+            state is saved in checkpoints (:mod:`teamgym.train.alpha`).
         prompt_format: ``compact`` (the env preset's short prompts, for the tiny model), ``env`` (the env's prompt
             text) or ``chat`` (the env's system and user messages through the tokenizer's chat template, for
             instruct models; the tokenizer must have one).
@@ -566,14 +569,19 @@ def usable_tree_algos() -> str:
     return usable_names_text("tree")
 
 
+#: The named sources of ``alpha`` (besides a number or ``{agent: number}``); :class:`teamgym.train.alpha.TrainingAlpha`
+#: builds each.
+ALPHA_MIXERS = ("env", "bandit", "correlation")
+
+
 def _check_alpha(alpha: Any) -> None:
     def finite(value: Any) -> bool:
         return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
-    valid = alpha in ("env", "bandit") if isinstance(alpha, str) else finite(alpha) or (
+    valid = alpha in ALPHA_MIXERS if isinstance(alpha, str) else finite(alpha) or (
         isinstance(alpha, dict) and all(isinstance(k, str) and finite(v) for k, v in alpha.items()))
     if not valid:
         raise InvalidArgumentError(
-            f"config field alpha={alpha!r}: expected 'env' (the env's own rewards), 'bandit', a finite float or "
-            "{agent: finite float} (1.0 = AT-GRPO's mixing)"
+            f"config field alpha={alpha!r}: expected 'env' (the env's own rewards), 'bandit', 'correlation', a finite "
+            "float or {agent: finite float} (1.0 = AT-GRPO's mixing)"
         )

@@ -418,6 +418,7 @@ class Trainer:
                            seconds=time.perf_counter() - tic, update_seconds=update_seconds,
                            dropped=int(usable.numel() - usable.sum()))
         row.update({f"alpha/{agent}": value for agent, value in alphas.items()})
+        row.update(self.alpha.metrics)  # the correlation mixer's alpha_corr/<agent> and alpha_groups/<agent>
         row.update(getattr(self.estimator, "metrics", {}))  # a learned critic's numbers (turn_ppo)
         if prm_step is not None:
             row.update(prm_step.metrics)

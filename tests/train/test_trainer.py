@@ -15,10 +15,12 @@ import pytest
 import torch
 
 import teamgym
+from teamgym.core import Outcome, reward_terms
 from teamgym.errors import InvalidArgumentError
 from teamgym.train import TrainConfig, Trainer, train
 from teamgym.train.checkpoint import list_checkpoints, load_latest_checkpoint
 from teamgym.train.metrics import read_metrics
+from tests.support.relay_env import RelayEnv
 
 
 @pytest.fixture(autouse=True)
@@ -257,6 +259,37 @@ def test_bandit_alpha_mixer_logs_alphas_and_resumes_exactly(tmp_path):
     resumed = read_metrics(part.output_dir)
     assert [r["alpha/speaker"] for r in resumed] == [r["alpha/speaker"] for r in rows]
     assert load_latest_checkpoint(part.output_dir)[1]["mixer"] == mixer_state
+
+
+class TugRelay(RelayEnv):
+    """relay-v0 with terms every candidate moves: the speaker's local term pulls against its team term, the
+    listener's goes with it (both from the completion's length, which the tiny model varies)."""
+
+    def _apply_action(self, agent: str, action: str) -> Outcome:
+        part = 0.25 * (len(action) % 3)
+        return Outcome({agent: reward_terms(team=1.0 - part if agent == "speaker" else part, length=part)})
+
+
+def test_correlation_alpha_mixer_logs_alphas_and_resumes_exactly(tmp_path):
+    teamgym.register("tug_relay-v0", TugRelay)
+    full = tiny(tmp_path, "full", env_id="tug_relay-v0", alpha="correlation", steps=3)
+    train(full)
+    rows = read_metrics(full.output_dir)
+    assert [r["alpha_groups/speaker"] > 0 for r in rows] == [True] * 3
+    for row in rows:  # the logged alpha is the map of the logged correlation
+        for agent in ("speaker", "listener"):
+            assert row[f"alpha/{agent}"] == pytest.approx(1.0 - row[f"alpha_corr/{agent}"])
+    assert rows[-1]["alpha/speaker"] > 1.0 > rows[-1]["alpha/listener"]
+    mixer_state = load_latest_checkpoint(full.output_dir)[1]["mixer"]
+    assert len(mixer_state["history"]) == 2 and mixer_state["rho"]["speaker"] == rows[-1]["alpha_corr/speaker"]
+    part = tiny(tmp_path, "part", env_id="tug_relay-v0", alpha="correlation", steps=1)
+    train(part)
+    train(tiny(tmp_path, "part", env_id="tug_relay-v0", alpha="correlation", steps=3), resume=True)
+    keys = [k for k in rows[0] if k.startswith(("alpha", "reward", "advantage", "loss"))]
+    assert [{k: r[k] for k in keys} for r in read_metrics(part.output_dir)] == [{k: r[k] for k in keys} for r in rows]
+    assert load_latest_checkpoint(part.output_dir)[1]["mixer"] == mixer_state
+    with pytest.raises(InvalidArgumentError, match="alpha='corelation': expected .*'correlation'"):
+        tiny(tmp_path, "typo", alpha="corelation")
 
 
 def test_static_alpha_mixer_reweights_the_team_term(tmp_path):
