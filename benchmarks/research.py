@@ -60,6 +60,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # that may be another revision or a tree being edited.
 sys.path.insert(0, str(ROOT))
 RESULT_FILE = "result.json"
+SAFE_PATH = ("-P",) if sys.version_info >= (3, 11) else ()
 BASELINE = "at_grpo"
 #: The reported seeds: not 0-4, on which the main job's recipe (the protocol) was chosen.
 SEEDS = (5, 6, 7, 8, 9)
@@ -208,7 +209,9 @@ class Run:
         return f"{self.question}/{self.method}/{self.env_id}/seed_{self.seed}"
 
     def command(self, *, resume: bool = False) -> list[str]:
-        return [sys.executable, "-m", "teamgym.train", *self.train_args, "--output-dir", str(self.folder),
+        # -P (Python 3.11+): `-m` would put the working directory first on the path, and a checkout there (not
+        # ROOT, which launch() puts on PYTHONPATH) would be the teamgym that trains.
+        return [sys.executable, *SAFE_PATH, "-m", "teamgym.train", *self.train_args, "--output-dir", str(self.folder),
                 *(["--resume"] if resume else [])]
 
 

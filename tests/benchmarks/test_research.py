@@ -268,7 +268,8 @@ def test_quick_runs_one_cell_end_to_end_then_skips_or_resumes_it(tmp_path):
     assert result["summary"]["completions_used"] == result["completions"] and result["wall_seconds"] > 0
     for key in ("greedy_after_rl", "sampled_after_rl", "greedy_after_warm_start", "sampled_after_warm_start"):
         assert 0.0 <= result[key] <= 1.0, key
-    assert result["command"][1:3] == ["-m", "teamgym.train"] and "--torch-threads" in result["command"]
+    assert result["command"][1:][:len(research.SAFE_PATH) + 2] == [*research.SAFE_PATH, "-m", "teamgym.train"]
+    assert "--torch-threads" in result["command"]
     warm = tmp_path / "warm_start" / "warm_start" / "plan_path-v0" / "seed_0"
     assert result["command"][result["command"].index("--warm-start-from") + 1] == str(warm)
     warm_result = json.loads((warm / "result.json").read_text())
