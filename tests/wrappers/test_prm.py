@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import math
 import sys
 
 import pytest
@@ -12,6 +11,7 @@ from teamgym.testing import check_env
 from teamgym.wrappers import ProcessReward, TransformersPRM
 from teamgym.wrappers.prm import prm_loss
 from tests.support.relay_env import RelayEnv
+from tests.support.slow_losses import slow_bce, slow_mse
 from tests.support.tally_env import TallyEnv
 
 pytest.importorskip("transformers")
@@ -103,23 +103,14 @@ def test_fit_rejects_bad_data(tiny, texts, targets):
         tiny.fit(texts, targets)
 
 
-def slow_bce(logits: list[float], labels: list[float]) -> float:
-    """The mean binary cross-entropy of labels in [0, 1] under sigmoid(logit), term by term in plain Python."""
-    total = 0.0
-    for z, y in zip(logits, labels, strict=True):
-        p = 1.0 / (1.0 + math.exp(-z))
-        total += -(y * math.log(p) + (1.0 - y) * math.log(1.0 - p))
-    return total / len(logits)
-
-
 def test_the_bce_loss_matches_a_slow_reference():
     generator = torch.Generator().manual_seed(0)
     logits = torch.randn(9, generator=generator, dtype=torch.float64) * 3
     labels = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.5, 0.0], dtype=torch.float64)
     expected = slow_bce(logits.tolist(), labels.tolist())
     assert float(prm_loss(logits, labels, "bce")) == pytest.approx(expected, rel=1e-12)
-    assert float(prm_loss(logits, labels, "mse")) == pytest.approx(
-        sum((z - y) ** 2 for z, y in zip(logits.tolist(), labels.tolist(), strict=True)) / 9, rel=1e-12)
+    assert float(prm_loss(logits, labels, "mse")) == pytest.approx(slow_mse(logits.tolist(), labels.tolist()),
+                                                                    rel=1e-12)
 
 
 @pytest.mark.parametrize("loss", ["mse", "bce"])
@@ -128,8 +119,7 @@ def test_a_fit_minimises_its_loss_on_the_model_outputs(loss):
     prm = TransformersPRM.tiny(n_embd=16, n_layer=1, max_length=32, seed=4)
     texts, labels = ["a yes", "bb no", "ccc yes", "d no", "eeeee no"], [1.0, 0.0, 1.0, 0.0, 0.0]
     outputs = prm.score_texts(texts)
-    reference = slow_bce(outputs, labels) if loss == "bce" else sum(
-        (z - y) ** 2 for z, y in zip(outputs, labels, strict=True)) / len(texts)
+    reference = (slow_bce if loss == "bce" else slow_mse)(outputs, labels)
     first = prm.fit(texts, labels, epochs=1, lr=1e-3, batch_size=len(texts), loss=loss)[0]
     assert first == pytest.approx(reference, rel=1e-5)
 
