@@ -159,6 +159,10 @@ QUESTIONS = (
                "AT-GRPO plus 0.5 x PRM(step) in each row's local reward: a tiny TransformersPRM fitted after every "
                "step on the tree's TreeRL values (unchosen candidates continued, counted in the budget; "
                "docs/training.md, \"Process reward from a learned PRM\")"),
+        Method("masprm_bce",
+               ("--algo", "at_grpo", "--prm-weight", "0.5", "--prm-target", "masprm", "--prm-loss", "bce"),
+               "as prm_process_reward, with MASPRM's targets (q_sum / visits of +1 / -1 leaves) and loss (a BCE on "
+               "target > 0; the score 2 p - 1)"),
         Method("treerl", ("--algo", "treerl"), "not a PRM: TreeRL's advantages from the same tree values "
                "(unchosen candidates continued), what the tree's values give without a learned model"),
     )),

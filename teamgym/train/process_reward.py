@@ -11,8 +11,9 @@ With ``prm.weight = w > 0`` (:class:`teamgym.train.sections.PRMConfig`), every R
    differs from the episode's own ``success``;
 2. **scores**: the PRM as it stands (fitted on earlier rollouts only) scores each row's text, ``prompt + completion``
    (:meth:`teamgym.wrappers.TransformersPRM.text`; the prompt decoded from the ids the policy saw), so a step's own
-   outcome never leaks into its reward; the scores against the targets (``prm/corr``) measure how the PRM generalises
-   to a rollout it has not been fitted on;
+   outcome never leaks into its reward (with ``prm.loss = "bce"`` the PRM's output is a logit, and the score is its
+   probability mapped onto the target's range, :func:`prm_scores`); the scores against the targets (``prm/corr``)
+   measure how the PRM generalises to a rollout it has not been fitted on;
 3. **reward**: once the PRM has been fitted ``warmup_steps`` times, every row the estimator sees gets the process term
    ``w * PRM(text)`` added to its ``local`` reward, as a reward term ``process`` (so ``rewards = alpha * team +
    local`` still holds, the contract of :class:`teamgym.wrappers.ProcessReward`). The term is the PRM's **value** at
@@ -20,7 +21,9 @@ With ``prm.weight = w > 0`` (:class:`teamgym.train.sections.PRMConfig`), every R
    steps: AT-GRPO compares the K candidates of one node, which share their previous step, so the two give the same
    group-relative advantages there, and the value keeps each row's term its own;
 4. **fit**: the step's (text, target) pairs join a buffer of the ``prm.buffer`` most recent ones, and the PRM is
-   fitted on the whole buffer (``prm.epochs`` passes, AdamW, MSE; :meth:`teamgym.wrappers.TransformersPRM.fit`).
+   fitted on the whole buffer (``prm.epochs`` passes, AdamW; :meth:`teamgym.wrappers.TransformersPRM.fit`): MSE on
+   the targets, or with ``prm.loss = "bce"`` MASPRM's binary cross-entropy on the labels ``target > m``, m the middle
+   of the target's range (:func:`prm_labels`).
 
 Only training rollouts reach the PRM (the held-out evaluation never calls it, and :meth:`LearnedProcessReward.observe`
 refuses held-out task ids). Its weights, the buffer and the fit count are saved in every checkpoint, so ``--resume``
@@ -43,12 +46,16 @@ from teamgym.algos import masprm_targets, tree_values
 from teamgym.errors import InvalidArgumentError, check_choice
 from teamgym.rollout.batch import AgentTurnBatch
 from teamgym.train.columns import sampling_forest
-from teamgym.train.sections import PRM_TARGETS, PRMConfig
+from teamgym.train.sections import PRM_LOSSES, PRM_TARGETS, PRMConfig
 
-__all__ = ["LearnedProcessReward", "PRMStep", "add_process_term", "leaf_success", "prm_targets", "prm_texts"]
+__all__ = ["TARGET_RANGES", "LearnedProcessReward", "PRMStep", "add_process_term", "leaf_success", "prm_labels",
+           "prm_scores", "prm_targets", "prm_texts"]
 
 #: The reward term the process reward is listed under (as :class:`teamgym.wrappers.ProcessReward`'s default).
 TERM = "process"
+
+#: The range of each ``prm.target``'s values: a ``bce`` PRM's labels split it in the middle, its scores span it.
+TARGET_RANGES = {"treerl": (0.0, 1.0), "masprm": (-1.0, 1.0)}
 
 
 def leaf_success(batch: AgentTurnBatch, parents: torch.Tensor) -> torch.Tensor:
@@ -94,6 +101,26 @@ def prm_targets(batch: AgentTurnBatch, target: str = "treerl") -> torch.Tensor:
     if target == "treerl":
         return tree_values(parents, success).value[:n]
     return masprm_targets(parents, 2.0 * success - 1.0)[:n]
+
+
+def prm_labels(targets: torch.Tensor, target: str) -> torch.Tensor:
+    """``(N,)`` float: 1.0 where a value target is above the middle of its range (``treerl``: 0.5, ``masprm``: 0, as
+    MASPRM's BCE on ``target > 0``), else 0: what a ``bce`` PRM is fitted to."""
+    check_choice("prm.target", target, PRM_TARGETS)
+    low, high = TARGET_RANGES[target]
+    return (targets > (low + high) / 2).to(targets.dtype)
+
+
+def prm_scores(outputs: torch.Tensor, target: str, loss: str) -> torch.Tensor:
+    """The PRM's score of each row from its outputs ``(N,)``: the output itself under ``mse`` (a value on the
+    target's scale), the probability ``p = sigmoid(output)`` mapped onto the target's range under ``bce`` (``treerl``:
+    ``p``, ``masprm``: ``2 p - 1``), so that ``prm.weight`` weighs the same scale under both losses."""
+    check_choice("prm.target", target, PRM_TARGETS)
+    check_choice("prm.loss", loss, PRM_LOSSES)
+    if loss == "mse":
+        return outputs
+    low, high = TARGET_RANGES[target]
+    return low + (high - low) * torch.sigmoid(outputs)
 
 
 def prm_texts(batch: AgentTurnBatch, decode: Callable[[str, Sequence[int]], str]) -> list[str]:
@@ -180,14 +207,18 @@ class LearnedProcessReward:
                                        "training rollouts only (the held-out evaluation must not shape rewards)")
         active = self.active
         targets = prm_targets(batch, self.config.target)
-        scores = torch.tensor(self.prm.score_texts(list(texts)), dtype=torch.float64) if texts else torch.zeros(0)
+        outputs = torch.tensor(self.prm.score_texts(list(texts)), dtype=torch.float64) if texts else torch.zeros(0)
+        scores = prm_scores(outputs, self.config.target, self.config.loss)
         self.buffer.extend(zip(texts, targets.tolist(), batch.task_id, strict=True))
         tic = time.perf_counter()
         losses = [math.nan]
         if self.buffer:
             pairs = list(self.buffer)
-            losses = self.prm.fit([p[0] for p in pairs], [p[1] for p in pairs], epochs=self.config.epochs,
-                                  lr=self.config.lr, batch_size=self.config.batch_size, seed=self._fit_seed())
+            fit_on: list[float] | torch.Tensor = [p[1] for p in pairs]
+            if self.config.loss == "bce":
+                fit_on = prm_labels(torch.tensor(fit_on, dtype=torch.float64), self.config.target)
+            losses = self.prm.fit([p[0] for p in pairs], fit_on, epochs=self.config.epochs, lr=self.config.lr,
+                                  batch_size=self.config.batch_size, seed=self._fit_seed(), loss=self.config.loss)
             self.fits += 1
         metrics = {
             "prm/loss": float(losses[-1]),
@@ -207,13 +238,19 @@ class LearnedProcessReward:
     def state_dict(self) -> dict[str, Any]:
         return {"model": {k: v.detach().cpu().clone() for k, v in self.prm.model.state_dict().items()},
                 "buffer": [list(pair) for pair in self.buffer], "fits": self.fits,
-                "target": self.config.target}
+                "target": self.config.target, "loss": self.config.loss}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if state.get("target") != self.config.target:
             raise InvalidArgumentError(
                 f"the checkpoint's PRM was fitted on {state.get('target')!r} targets but this config says "
                 f"prm.target={self.config.target!r}: resume with the run's own config.json"
+            )
+        loss = state.get("loss", "mse")  # a checkpoint from before prm.loss existed was fitted with the MSE
+        if loss != self.config.loss:
+            raise InvalidArgumentError(
+                f"the checkpoint's PRM was fitted with the {loss!r} loss but this config says "
+                f"prm.loss={self.config.loss!r}: resume with the run's own config.json"
             )
         self.prm.model.load_state_dict(state["model"])
         self.buffer = deque((tuple(pair) for pair in state["buffer"]), maxlen=self.config.buffer)

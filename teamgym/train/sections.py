@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
 from teamgym.rollout.settings import BACKENDS
 
-__all__ = ["AGGREGATIONS", "KL_REFERENCES", "PRM_TARGETS", "RATIOS", "CriticConfig", "PPOConfig", "PRMConfig",
-           "SamplingConfig"]
+__all__ = ["AGGREGATIONS", "KL_REFERENCES", "PRM_LOSSES", "PRM_TARGETS", "RATIOS", "CriticConfig", "PPOConfig",
+           "PRMConfig", "SamplingConfig"]
 
 #: The loss aggregations of ``teamgym.algos.aggregate``, spelled here so that the config loads without torch (a test
 #: keeps the two equal).
@@ -29,6 +29,10 @@ KL_REFERENCES = ("sampler", "reference")
 
 #: The value targets a learned process reward model is fitted on (``prm.target``).
 PRM_TARGETS = ("treerl", "masprm")
+
+#: What a learned process reward model's fit minimises (``prm.loss``; ``teamgym.wrappers.prm.PRM_LOSSES``, spelled
+#: here so that the config loads without torch).
+PRM_LOSSES = ("mse", "bce")
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,10 @@ class PRMConfig:
         target: what the PRM is fitted on, per agent-turn node of the sampling tree: ``treerl`` (TreeRL's ``V(s)``,
             the mean success of the finished episodes below the node, in [0, 1]) or ``masprm`` (MASPRM's
             ``q_sum / visits`` with leaf rewards +1 solved / -1 not, in [-1, 1]).
+        loss: what each fit minimises: ``mse`` (the PRM regresses on the targets; its output is the score) or ``bce``
+            (MASPRM's: the output is a logit fitted by binary cross-entropy to the label ``target > m``, m the middle
+            of the target's range, 0.5 for ``treerl``, 0 for ``masprm``; the score is the probability mapped back
+            onto that range, ``p`` or ``2 p - 1``, so ``weight`` means the same under both).
         n_embd: the PRM's width (a GPT-2 regressor with a byte-level tokenizer built in code, no download).
         n_layer: the PRM's layers.
         n_head: the PRM's attention heads (must divide ``n_embd``).
@@ -207,6 +215,7 @@ class PRMConfig:
 
     weight: float = 0.0
     target: str = "treerl"
+    loss: str = "mse"
     n_embd: int = 32
     n_layer: int = 2
     n_head: int = 2
@@ -220,6 +229,7 @@ class PRMConfig:
     def __post_init__(self) -> None:
         check_number("prm.weight", self.weight, low=0.0, hint="0 = off; e.g. 0.5 with --prm-weight 0.5")
         check_choice("prm.target", self.target, PRM_TARGETS)
+        check_choice("prm.loss", self.loss, PRM_LOSSES)
         for name, low, example in (("n_embd", 1, 32), ("n_layer", 1, 2), ("n_head", 1, 2), ("max_length", 16, 256),
                                    ("epochs", 1, 2), ("batch_size", 1, 32), ("buffer", 1, 1024),
                                    ("warmup_steps", 0, 5)):

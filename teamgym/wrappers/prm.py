@@ -5,7 +5,8 @@ the value of the step: MASPRM (arXiv 2510.24803) trains one on the MCTS value ta
 transcripts; TreeRL (arXiv 2506.11902) uses the mean correctness of the leaves below a node. Here the targets
 come from :func:`teamgym.algos.tree_values` / :func:`teamgym.algos.masprm_targets` on a sampling tree, or from
 :class:`~teamgym.wrappers.MonteCarloScorer` values, and :meth:`TransformersPRM.fit` regresses on them with a
-mean-squared error. Any ``transformers`` sequence-classification model with ``num_labels=1`` works;
+mean-squared error, or (``loss="bce"``, MASPRM's) fits the output as a logit to labels in [0, 1] with a binary
+cross-entropy (:func:`prm_loss`). Any ``transformers`` sequence-classification model with ``num_labels=1`` works;
 :meth:`TransformersPRM.tiny` builds a small GPT-2 with a byte-level tokenizer made in code (no download),
 which trains in seconds on a CPU.
 
@@ -31,7 +32,11 @@ from teamgym.core.text import sanitize_text
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.wrappers.process import ProcessStep, StepScorer
 
-__all__ = ["TransformersPRM"]
+__all__ = ["PRM_LOSSES", "TransformersPRM", "prm_loss"]
+
+#: What :meth:`TransformersPRM.fit` minimises: ``mse`` (regress the output on the targets) or ``bce`` (the output is
+#: a logit, the targets are labels in [0, 1]; MASPRM arXiv 2510.24803).
+PRM_LOSSES = ("mse", "bce")
 
 _SPECIAL = ("<pad>", "<unk>", "<eos>")
 _CHARS_PER_TOKEN = 16  # generous bound on the characters one token covers (byte-level: at most 1)
@@ -69,6 +74,23 @@ def byte_level_tokenizer(max_length: int) -> Any:
     fast.truncation_side = "left"
     fast.padding_side = "right"
     return fast
+
+
+def prm_loss(outputs: torch.Tensor, targets: torch.Tensor, loss: str = "mse") -> torch.Tensor:
+    """The mean loss of a batch of PRM outputs ``(B,)`` against its targets ``(B,)``.
+
+    ``mse``: ``mean((output - target)^2)``. ``bce``: the output is a logit ``z`` and the target a label ``y`` in
+    [0, 1]: ``mean(-y log sigmoid(z) - (1 - y) log(1 - sigmoid(z)))``, computed stably from the logit.
+    """
+    _check_loss(loss)
+    if loss == "mse":
+        return torch.nn.functional.mse_loss(outputs, targets)
+    return torch.nn.functional.binary_cross_entropy_with_logits(outputs, targets)
+
+
+def _check_loss(loss: str) -> None:
+    if loss not in PRM_LOSSES:
+        raise InvalidArgumentError(f"PRM loss={loss!r}: expected one of {', '.join(PRM_LOSSES)}")
 
 
 class TransformersPRM(StepScorer):
@@ -167,7 +189,7 @@ class TransformersPRM(StepScorer):
         }
 
     def score_texts(self, texts: Sequence[str], *, batch_size: int = 32) -> list[float]:
-        """The model's value for each text."""
+        """The model's output for each text: the value under an ``mse`` fit, the logit under a ``bce`` one."""
         self.model.eval()
         scores: list[float] = []
         with torch.no_grad():
@@ -185,12 +207,15 @@ class TransformersPRM(StepScorer):
         lr: float = 1e-3,
         batch_size: int = 16,
         seed: int = 0,
+        loss: str = "mse",
     ) -> list[float]:
-        """Regress the model on ``targets`` (MC or tree values) with AdamW and a mean-squared error.
+        """Fit the model on ``targets`` with AdamW: regress on them (``mse``, MC or tree values), or, with ``bce``,
+        fit the output as the logit of labels in [0, 1] (:func:`prm_loss`).
 
         Returns:
             The mean loss of each epoch.
         """
+        _check_loss(loss)
         values = torch.as_tensor(targets, dtype=torch.float32).flatten()  # (N,)
         if len(texts) != values.numel() or not texts:
             raise InvalidArgumentError(
@@ -199,6 +224,11 @@ class TransformersPRM(StepScorer):
             )
         if not bool(torch.isfinite(values).all()):
             raise InvalidArgumentError("TransformersPRM.fit targets must be finite (MC or tree values)")
+        if loss == "bce" and not bool(((values >= 0) & (values <= 1)).all()):
+            raise InvalidArgumentError(
+                "TransformersPRM.fit with loss='bce' takes labels in [0, 1] (e.g. target > 0 for MASPRM's values), "
+                f"got targets in [{float(values.min())}, {float(values.max())}]"
+            )
         if epochs < 1 or batch_size < 1 or not (lr > 0 and math.isfinite(lr)):
             raise InvalidArgumentError(
                 f"TransformersPRM.fit epochs={epochs}, batch_size={batch_size}, lr={lr}: expected ints >= 1 "
@@ -215,11 +245,11 @@ class TransformersPRM(StepScorer):
                 index = order[start : start + batch_size]
                 batch = self._encode([texts[int(i)] for i in index])
                 prediction = self.model(**batch).logits[:, 0].float()  # (B,)
-                loss = torch.nn.functional.mse_loss(prediction, values[index].to(self.device))
+                batch_loss = prm_loss(prediction, values[index].to(self.device), loss)
                 optimizer.zero_grad()
-                loss.backward()
+                batch_loss.backward()
                 optimizer.step()
-                total += float(loss.detach()) * len(index)
+                total += float(batch_loss.detach()) * len(index)
             history.append(total / len(texts))
         self.model.eval()
         return history

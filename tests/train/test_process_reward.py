@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,15 @@ from teamgym.train import TrainConfig, train
 from teamgym.train.checkpoint import load_latest_checkpoint
 from teamgym.train.cli import add_arguments, config_from_args
 from teamgym.train.metrics import read_metrics
-from teamgym.train.process_reward import LearnedProcessReward, add_process_term, prm_targets
-from teamgym.train.sections import PRMConfig
+from teamgym.train.process_reward import (
+    LearnedProcessReward,
+    add_process_term,
+    prm_labels,
+    prm_scores,
+    prm_targets,
+)
+from teamgym.train.sections import PRM_LOSSES, PRMConfig
+from tests.support.slow_losses import slow_bce
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +63,7 @@ def batch_rows(output_dir: str, step: int) -> list[dict]:
 @pytest.mark.parametrize(
     ("path", "value", "expected"),
     [("prm.weight", -0.5, "--prm-weight"), ("prm.weight", float("nan"), ">= 0.0"), ("prm.target", "mc", "treerl"),
+     ("prm.loss", "hinge", "expected one of mse, bce"),
      ("prm.n_embd", 0, "--prm-n-embd"), ("prm.n_layer", 1.5, "--prm-n-layer"), ("prm.n_head", 0, "--prm-n-head"),
      ("prm.max_length", 8, ">= 16"), ("prm.lr", 0.0, "> 0.0"), ("prm.epochs", 0, "--prm-epochs"),
      ("prm.batch_size", 0, "--prm-batch-size"), ("prm.buffer", 0, "--prm-buffer"),
@@ -86,12 +95,55 @@ def test_the_prm_flags_are_generated_from_the_section():
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     flags = {option for action in parser._actions for option in action.option_strings}
-    assert {"--prm-weight", "--prm-target", "--prm-n-embd", "--prm-n-layer", "--prm-n-head", "--prm-max-length",
-            "--prm-lr", "--prm-epochs", "--prm-batch-size", "--prm-buffer", "--prm-warmup-steps"} <= flags
+    assert {"--prm-weight", "--prm-target", "--prm-loss", "--prm-n-embd", "--prm-n-layer", "--prm-n-head",
+            "--prm-max-length", "--prm-lr", "--prm-epochs", "--prm-batch-size", "--prm-buffer",
+            "--prm-warmup-steps"} <= flags
     args = parser.parse_args(["--algo", "at_grpo", "--prm-weight", "0.5", "--prm-target", "masprm",
-                              "--prm-warmup-steps", "3", "--prm-lr", "0.01", "--prm-buffer", "64"])
+                              "--prm-warmup-steps", "3", "--prm-lr", "0.01", "--prm-buffer", "64",
+                              "--prm-loss", "bce"])
     config = config_from_args(args)
-    assert config.prm == PRMConfig(weight=0.5, target="masprm", warmup_steps=3, lr=0.01, buffer=64)
+    assert config.prm == PRMConfig(weight=0.5, target="masprm", loss="bce", warmup_steps=3, lr=0.01, buffer=64)
+
+
+def test_the_prm_loss_is_mse_by_default_and_spelled_as_the_wrapper_spells_it():
+    from teamgym.wrappers.prm import PRM_LOSSES as WRAPPER_LOSSES
+
+    assert PRMConfig().loss == "mse" and PRMConfig(loss="bce").loss == "bce"
+    assert PRM_LOSSES == WRAPPER_LOSSES  # spelled twice so that the config loads without torch
+
+
+# ---------------------------------------------------------------------- the bce loss's labels and scores
+
+
+def test_bce_labels_split_the_target_range_in_the_middle():
+    assert prm_labels(torch.tensor([-1.0, -0.2, 0.0, 0.1, 1.0]), "masprm").tolist() == [0, 0, 0, 1, 1]
+    assert prm_labels(torch.tensor([0.0, 0.4, 0.5, 0.6, 1.0]), "treerl").tolist() == [0, 0, 0, 1, 1]
+
+
+def test_bce_scores_are_probabilities_mapped_onto_the_target_range():
+    logits = torch.tensor([-50.0, -2.0, 0.0, 0.5, 50.0], dtype=torch.float64)
+    p = [1 / (1 + math.exp(-z)) for z in logits.tolist()]
+    treerl, masprm = prm_scores(logits, "treerl", "bce"), prm_scores(logits, "masprm", "bce")
+    assert treerl.tolist() == pytest.approx(p, abs=1e-15)
+    assert masprm.tolist() == pytest.approx([2 * q - 1 for q in p], abs=1e-15)
+    assert 0 < treerl[0] < 1e-20 and treerl[-1] == 1.0 and masprm[0] == -1.0 and masprm[-1] == 1.0
+    assert masprm[2] == 0.0 and treerl[2] == 0.5  # logit 0: the middle of the range, the labels' threshold
+    assert torch.equal(prm_scores(logits, "masprm", "mse"), logits)  # a regressor's output is its score
+
+
+def test_a_bce_prm_fits_its_labels_and_scores_in_the_target_range():
+    """observe() under bce: the fit minimises the BCE of the buffer's labels (its first loss is the slow BCE of the
+    logits the PRM had), and its scores are the mapped probabilities of those logits."""
+    batch, _ = hand_made_tree()
+    config = PRMConfig(weight=1.0, target="masprm", loss="bce", n_embd=8, n_layer=1, n_head=1, max_length=16,
+                       epochs=1, batch_size=64)
+    prm = LearnedProcessReward(config, seed=0)
+    logits = prm.prm.score_texts(batch.text)
+    step = prm.observe(batch, batch.text)
+    labels = [float(t > 0) for t in step.targets.tolist()]
+    assert 0 < sum(labels) < len(labels)
+    assert step.metrics["prm/loss"] == pytest.approx(slow_bce(logits, labels), rel=1e-5)
+    assert step.scores.tolist() == pytest.approx([2 / (1 + math.exp(-z)) - 1 for z in logits], abs=1e-12)
 
 
 # ---------------------------------------------------------------------- targets from the sampling tree
@@ -244,13 +296,18 @@ def test_the_estimator_sees_exactly_weight_times_the_score_on_every_row(tmp_path
     assert all(r["prm_target"] is not None for r in rows_on if not r["infra_error"])
 
 
-def test_resume_is_exact_with_the_prm(tmp_path):
-    full = tiny(tmp_path, "full")
+@pytest.mark.parametrize(("loss", "other"), [("mse", "bce"), ("bce", "mse")])
+def test_resume_is_exact_with_the_prm_and_refuses_another_loss(tmp_path, loss, other):
+    prm = {"prm.loss": loss, "prm.target": "masprm" if loss == "bce" else "treerl"}
+    full = tiny(tmp_path, "full", **prm)
     train(full)
-    train(tiny(tmp_path, "part", steps=1))
-    resumed = tiny(tmp_path, "part")
+    train(tiny(tmp_path, "part", steps=1, **prm))
+    with pytest.raises(InvalidArgumentError, match=f"fitted with the '{loss}' loss.*prm.loss='{other}'"):
+        train(tiny(tmp_path, "part", **{**prm, "prm.loss": other}), resume=True)
+    resumed = tiny(tmp_path, "part", **prm)
     train(resumed, resume=True)
     a, b = load_latest_checkpoint(full.output_dir)[1], load_latest_checkpoint(resumed.output_dir)[1]
+    assert a["prm"]["loss"] == b["prm"]["loss"] == loss
     assert all(torch.equal(a["models"]["shared"][k], b["models"]["shared"][k]) for k in a["models"]["shared"])
     assert all(torch.equal(a["prm"]["model"][k], b["prm"]["model"][k]) for k in a["prm"]["model"])
     assert a["prm"]["buffer"] == b["prm"]["buffer"] and a["prm"]["fits"] == b["prm"]["fits"] == 2
@@ -259,7 +316,10 @@ def test_resume_is_exact_with_the_prm(tmp_path):
     def same(rows):
         return [{k: v for k, v in row.items() if k not in timing and not k.endswith("time_share")} for row in rows]
 
-    assert same(read_metrics(full.output_dir)) == same(read_metrics(resumed.output_dir))
+    rows = read_metrics(full.output_dir)
+    assert same(rows) == same(read_metrics(resumed.output_dir))
+    if loss == "bce":
+        assert all(-1 <= row["prm/mean_score"] <= 1 for row in rows)  # 2 p - 1
 
 
 def test_the_prm_never_sees_held_out_tasks(tmp_path):
