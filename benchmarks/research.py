@@ -522,7 +522,8 @@ def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *
         "| advantage energy per completion | informative groups per 1,000 | what it is |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    readings = []
+    readings: list[str] = []
+    comparisons = excluded = 0
     env_rows = [e for e in ENVS if e.env_id in envs]
     for method in q.methods:
         if method.unsupported:
@@ -544,11 +545,21 @@ def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *
                 if diffs:
                     diff_text += f" ({len(diffs)} pairs)"
                 if stats is not None and len(diffs) >= 2:
-                    mean, low, high = stats
-                    verdict = ("above at_grpo" if low > 0 else "below at_grpo" if high < 0 else
-                               "not distinguishable from at_grpo (the interval holds 0)")
-                    readings.append(f"`{method.name}` on {env.env_id}: {100 * mean:+.1f} points [{100 * low:+.1f}, "
-                                    f"{100 * high:+.1f}] over {len(diffs)} seeds: {verdict}")
+                    texts = []
+                    for key, label in (("greedy_after_rl", "greedy"), ("sampled_after_rl", "sampled")):
+                        pairs, interval = (diffs, stats) if key == "greedy_after_rl" else paired(
+                            cell, all_cells.get((q.key, BASELINE, env.env_id)), key)
+                        if interval is None or len(pairs) < 2:
+                            continue
+                        mean, low, high = interval
+                        verdict = ("above at_grpo" if low > 0 else "below at_grpo" if high < 0 else
+                                   "not distinguishable from at_grpo")
+                        comparisons += 1
+                        excluded += low > 0 or high < 0
+                        texts.append(f"{label} {100 * mean:+.1f} points [{100 * low:+.1f}, {100 * high:+.1f}]: "
+                                     f"{verdict}")
+                    readings.append(f"`{method.name}` on {env.env_id} ({len(diffs)} paired seeds): "
+                                    + "; ".join(texts))
             asked_budget = max(1, round(budget * method.budget_share))
             other = sorted({r["completion_budget"] for r in cell.runs} - {asked_budget, None})
             budget_text = f"{asked_budget:,}" + (f" (runs: {', '.join(f'{b:,}' for b in other)})" if other else "")
@@ -565,8 +576,12 @@ def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *
                          f"| {env.unsupported} |")
     lines.append("")
     if readings:
-        lines += ["Paired differences whose interval excludes 0 are the only rankings the table supports:", ""]
+        lines += ["Paired differences from at_grpo (held-out success after RL, the same seeds; an interval that "
+                  "excludes 0 is the only ranking the table supports):", ""]
         lines += [f"- {text}" for text in readings] + [""]
+        lines += [f"{excluded} of these {comparisons} intervals exclude 0. With 95% intervals, about "
+                  f"{0.05 * comparisons:.1f} of {comparisons} would exclude 0 by chance alone if no method differed "
+                  "from at_grpo, so a single exclusion is a lead to rerun on more seeds, not a finding.", ""]
     else:
         lines += ["No paired difference yet (it needs at least two seeds of a method and of at_grpo).", ""]
     lines += [f"{note}" for note in q.notes] + ([""] if q.notes else [])

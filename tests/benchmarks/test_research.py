@@ -87,11 +87,15 @@ def test_report_means_intervals_and_paired_differences(tmp_path):
     row = _row(text, "team_gigpo")
     assert row[2] == "4 of 5 seeds" and row[5] == "60.0"
     assert row[4] == "+10.0 [+10.0, +10.0] (4 pairs)"
-    assert "`team_gigpo` on plan_path-v0: +10.0 points [+10.0, +10.0] over 4 seeds: above at_grpo" in text
+    assert ("`team_gigpo` on plan_path-v0 (4 paired seeds): greedy +10.0 points [+10.0, +10.0]: above at_grpo; "
+            "sampled +10.0 points [+10.0, +10.0]: above at_grpo") in text
 
     row = _row(text, "gigpo")
     assert row[2] == "6 seeds" and row[4].startswith("+0.0 [-") and row[4].endswith("(5 pairs)")
-    assert "`gigpo` on plan_path-v0: +0.0 points" in text and "not distinguishable from at_grpo" in text
+    assert "`gigpo` on plan_path-v0 (5 paired seeds): greedy +0.0 points" in text
+    assert "not distinguishable from at_grpo" in text
+    # team_gigpo twice (above), gigpo twice (not): 2 of 4, against 0.2 expected by chance
+    assert "2 of these 4 intervals exclude 0. With 95% intervals, about 0.2 of 4" in text
 
     row = _row(text, "dr_mas")
     assert row[2] == "0 of 5 seeds" and set(row[3:10]) == {"—"}
