@@ -678,7 +678,8 @@ def write_report(runs_dir: Path, results_path: Path, *, keys: Sequence[str] = QU
                   f"`{grid_command(keys, seeds, budget, max_steps, runs_dir)}` (add `--jobs N` for N runs at a "
                   "time; it writes this file at the end).", ""]
     else:
-        lines += [f"{len(results)} runs found under `{runs_dir}`.", ""]
+        lines += [f"{len(results)} runs found under `{runs_dir}` (their `result.json` files; a table's command skips "
+                  "the runs whose result is there, so pass another `--runs-dir` to run them again from scratch).", ""]
     lines += [
         f"Protocol: every run is `python -m teamgym.train` with the flags `{' '.join(protocol)}`"
         + (" (the steadier warm start of docs/training.md, 200 held-out tasks never trained on)"
