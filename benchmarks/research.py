@@ -519,15 +519,16 @@ def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *
     lines += [
         "| method | env | seeds | greedy after RL, % [95% CI] | minus at_grpo, points [95% CI] (paired seeds) "
         "| after the warm start, % | sampled after RL, % | completions | completion tokens | wall s | budget "
-        "| advantage energy per completion | informative groups per 1,000 | what it is |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| advantage energy per completion | informative groups per 1,000 "
+        "| RL gain over the warm start, greedy, points [95% CI] | what it is |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     readings: list[str] = []
     comparisons = excluded = 0
     env_rows = [e for e in ENVS if e.env_id in envs]
     for method in q.methods:
         if method.unsupported:
-            lines.append(f"| `{method.name}` | every env | not run | — | — | — | — | — | — | — | — | — | — | "
+            lines.append(f"| `{method.name}` | every env | not run | — | — | — | — | — | — | — | — | — | — | — | "
                          f"unsupported: {method.unsupported} |")
             continue
         for env in env_rows:
@@ -564,15 +565,18 @@ def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *
             other = sorted({r["completion_budget"] for r in cell.runs} - {asked_budget, None})
             budget_text = f"{asked_budget:,}" + (f" (runs: {', '.join(f'{b:,}' for b in other)})" if other else "")
             flags = " ".join(method.flags)
+            warm = cell.values("greedy_after_warm_start")
+            gains = [v - warm[seed] for seed, v in cell.values("greedy_after_rl").items() if seed in warm]
             lines.append(
                 f"| `{method.name}` | {env.env_id} | {seeds_text} | {_interval(greedy, n)} | {diff_text} | "
                 f"{_pct(cell.mean('greedy_after_warm_start'))} | {_pct(cell.mean('sampled_after_rl'))} | "
                 f"{_number(cell.mean('completions'))} | {_number(cell.mean('completion_tokens'))} | "
                 f"{_number(cell.mean('wall_seconds'))} | {budget_text} | {_signal(cell.mean('advantage_energy'))} | "
-                f"{_number(cell.mean('informative_groups_per_1000'))} | {method.note} (`{flags}`) |")
+                f"{_number(cell.mean('informative_groups_per_1000'))} | "
+                f"{_interval(mean_ci(gains), len(gains), signed=True)} | {method.note} (`{flags}`) |")
     for env in env_rows:
         if env.unsupported:
-            lines.append(f"| every method | {env.env_id} | not run | — | — | — | — | — | — | — | — | — | — "
+            lines.append(f"| every method | {env.env_id} | not run | — | — | — | — | — | — | — | — | — | — | — "
                          f"| {env.unsupported} |")
     lines.append("")
     if readings:

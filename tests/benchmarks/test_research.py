@@ -84,6 +84,9 @@ def test_report_means_intervals_and_paired_differences(tmp_path):
     assert row[2:5] == ["5 seeds", f"{100 * np.mean(base):.1f} [{100 * low:.1f}, {100 * high:.1f}]", "(baseline)"]
     assert row[5:10] == ["70.0", f"{100 * (np.mean(base) - 0.05):.1f}", "9,602", "50,000", "300"]
 
+    gains = [v - 0.70 for v in base]  # after RL minus the warm start (0.70), per seed: +0 ... +8 points
+    low, high = stats.bootstrap_ci(gains)
+    assert row[13] == f"{100 * np.mean(gains):+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
     row = _row(text, "team_gigpo")
     assert row[2] == "4 of 5 seeds" and row[5] == "60.0"
     assert row[4] == "+10.0 [+10.0, +10.0] (4 pairs)"
