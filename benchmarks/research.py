@@ -64,6 +64,9 @@ SAFE_PATH = ("-P",) if sys.version_info >= (3, 11) else ()
 BASELINE = "at_grpo"
 #: The reported seeds: not 0-4, on which the main job's recipe (the protocol) was chosen.
 SEEDS = (5, 6, 7, 8, 9)
+#: Where the ``result.json`` files of the runs docs/RESULTS.md reports are committed (copied from the runs folder;
+#: ``--report --runs-dir`` this folder rewrites the page from them).
+COMMITTED_RUNS = "benchmarks/results/research"
 #: The run folders' first level for the shared warm starts (``<runs>/warm_start/warm_start/<env>/seed_<n>``).
 WARM_START = "warm_start"
 #: Completions RL may generate in each run of a question: about 80 steps of the main job's AT-GRPO, which spends
@@ -340,8 +343,22 @@ def result_of(run: Run, summary: dict[str, Any], *, command: list[str], seconds:
         "stopped_by_budget": summary.get("stopped_by_budget"),
         "wall_seconds": summary["wall_seconds"], "end_to_end_seconds": seconds,
         **learning_signal(run.folder),
-        "train_args": list(run.train_args), "command": command, "invocation": invocation, "summary": summary,
+        "train_args": list(run.train_args), "command": command, "invocation": invocation,
+        "revision": revision(), "summary": summary,
     }
+
+
+def revision() -> str | None:
+    """The commit of the checkout that trains (ROOT), with ``+`` when its tracked files differ from it; ``None``
+    outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=30, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+" if dirty else "")
 
 
 Launcher = Callable[[list[str], Path], int]
@@ -427,6 +444,19 @@ def run_grid(runs: Sequence[Run], warm_starts: Sequence[Run], *, jobs: int = 1, 
             say(f"FAILED {run.label}: its warm start failed")
     return failed + execute([r for r in runs if (r.env_id, r.seed) not in cold], jobs=jobs, invocation=invocation,
                             launcher=launcher, say=say)
+
+
+def export_results(runs_dir: Path, target: Path) -> int:
+    """Copy every ``result.json`` under ``runs_dir`` (the grid's layout) to ``target``; returns how many."""
+    count = 0
+    for path in sorted(Path(runs_dir).glob(f"*/*/*/seed_*/{RESULT_FILE}")):
+        if read_result(path.parent) is None:
+            continue
+        destination = Path(target) / path.relative_to(runs_dir)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(path.read_bytes())
+        count += 1
+    return count
 
 
 # ---------------------------------------------------------------------- report
@@ -684,6 +714,9 @@ def write_report(runs_dir: Path, results_path: Path, *, keys: Sequence[str] = QU
     else:
         lines += [f"{len(results)} runs found under `{runs_dir}` (their `result.json` files; a table's command skips "
                   "the runs whose result is there, so pass another `--runs-dir` to run them again from scratch).", ""]
+        idle = [env_id for env_id in envs if not any(r["env_id"] == env_id for r in results)]
+        if idle:
+            lines += [f"**No run yet on {', '.join(idle)}**: their rows below are empty.", ""]
     lines += [
         f"Protocol: every run is `python -m teamgym.train` with the flags `{' '.join(protocol)}`"
         + (" (the steadier warm start of docs/training.md, 200 held-out tasks never trained on)"
@@ -733,6 +766,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the report to write (default: docs/RESULTS.md; --quick: RESULTS.md in the runs dir)")
     parser.add_argument("--report", action="store_true", help="only write the report from the runs there are")
     parser.add_argument("--dry-run", action="store_true", help="print each run's status and command, run nothing")
+    parser.add_argument("--export", type=Path, default=None, metavar="DIR",
+                        help=f"copy the runs' result.json files (only those) to DIR, keeping the layout, and stop; "
+                             f"the page's own runs are committed in {COMMITTED_RUNS}")
     parser.add_argument("--quick", action="store_true",
                         help=f"one cell (A, at_grpo, plan_path-v0, seed 0) with a tiny model and warm start, a "
                              f"budget of {QUICK_BUDGET} completions and {QUICK_MAX_STEPS} steps at most; for CI")
@@ -757,6 +793,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                      table_command=invocation if args.quick else "")
         print(f"report: {results_path}")
 
+    if args.export is not None:
+        copied = export_results(runs_dir, args.export)
+        print(f"{copied} result files copied from {runs_dir} to {args.export}")
+        return 0
     if args.report:
         report()
         return 0

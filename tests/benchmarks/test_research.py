@@ -106,11 +106,23 @@ def test_report_means_intervals_and_paired_differences(tmp_path):
     assert budget_aware[2] == "0 of 5 seeds" and "--tree-strategy budget" in budget_aware[-1]
     assert _row(text, "at_grpo", "sokoban-v0")[2] == "0 of 5 seeds"  # every env of the grid has a row
     assert "Command: `python benchmarks/research.py --questions A --seeds 5 6 7 8 9 --budget 9600" in text
-    assert "No cell has been run yet" not in text
+    assert "No cell has been run yet" not in text and "**No run yet on sokoban-v0, sudoku-v0**" in text
     assert (results.parent / "images" / "research_A.png").stat().st_size > 0
     assert "](images/research_A.png)" in text and "research_B.png" not in text  # B has no run: no plot
     assert _row(text, "prm_process_reward")[2] == "0 of 5 seeds"  # runnable now, not yet run
     assert not (results.parent / "images" / "research_B.png").exists()
+
+
+def test_export_copies_only_the_result_files(tmp_path):
+    runs = tmp_path / "runs"
+    _write(runs, _result("A", "gigpo", 5, 0.8))
+    folder = research.run_folder(runs, "A", "gigpo", "plan_path-v0", 5)
+    (folder / "train.log").write_text("log")
+    (research.run_folder(runs, "A", "gigpo", "plan_path-v0", 6)).mkdir(parents=True)
+    (research.run_folder(runs, "A", "gigpo", "plan_path-v0", 6) / research.RESULT_FILE).write_text("{torn")
+    assert research.main(["--runs-dir", str(runs), "--export", str(tmp_path / "out")]) == 0
+    copied = sorted(p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert copied == ["A/gigpo/plan_path-v0/seed_5/result.json"]
 
 
 def test_an_empty_report_says_nothing_has_run(tmp_path):
@@ -119,11 +131,16 @@ def test_an_empty_report_says_nothing_has_run(tmp_path):
     assert "| `at_grpo` | plan_path-v0 | 0 of 5 seeds | — |" in text
 
 
-def test_the_committed_results_page_claims_no_result():
-    text = (ROOT / "docs" / "RESULTS.md").read_text()
-    assert "**No cell has been run yet**" in text and "python benchmarks/research.py" in text
-    rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert rows and all("0 of 5 seeds" in line or "| not run |" in line for line in rows)
+def test_the_committed_results_page_is_the_report_of_the_committed_runs(tmp_path, monkeypatch):
+    """Every number in docs/RESULTS.md comes from a committed result.json: the report rewritten from them is it."""
+    monkeypatch.chdir(ROOT)
+    runs = Path(research.COMMITTED_RUNS)
+    assert len(research.load_results(runs)) >= 5
+    text = research.write_report(runs, tmp_path / "RESULTS.md")
+    assert text == (ROOT / "docs" / "RESULTS.md").read_text()
+    assert "**No cell has been run yet**" not in text
+    for image in (tmp_path / "images").iterdir():
+        assert (ROOT / "docs" / "images" / image.name).exists(), image.name
 
 
 # ---------------------------------------------------------------------- the grid and the runner
@@ -277,6 +294,7 @@ def test_quick_runs_one_cell_end_to_end_then_skips_or_resumes_it(tmp_path):
         assert 0.0 <= result[key] <= 1.0, key
     assert result["command"][1:][:len(research.SAFE_PATH) + 2] == [*research.SAFE_PATH, "-m", "teamgym.train"]
     assert "--torch-threads" in result["command"]
+    assert result["revision"] is None or len(result["revision"].rstrip("+")) == 40  # the commit that trained
     warm = tmp_path / "warm_start" / "warm_start" / "plan_path-v0" / "seed_0"
     assert result["command"][result["command"].index("--warm-start-from") + 1] == str(warm)
     warm_result = json.loads((warm / "result.json").read_text())
