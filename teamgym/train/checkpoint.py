@@ -117,13 +117,21 @@ def load_checkpoint(output_dir: str | Path, step: int) -> dict[str, Any]:
     if not path.is_dir():
         there = ", ".join(p.name for p in list_checkpoints(output_dir)) or "none"
         raise CheckpointError(f"{output_dir} has no checkpoint of step {step} ({path}); its checkpoints: {there}")
+    state, reason = _read(path)
+    if state is None:
+        raise CheckpointError(f"checkpoint {path} is invalid: {reason}")
+    return state
+
+
+def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(state, None)`` of a checkpoint dir that matches its manifest and unpickles, else ``(None, its defect)``."""
     reason = verify_checkpoint(path)
-    if reason is None:
-        try:
-            return torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
-        except Exception as err:  # passes the checksum but fails to unpickle
-            reason = f"{STATE_FILE} could not be loaded ({err.__class__.__name__}: {err})"
-    raise CheckpointError(f"checkpoint {path} is invalid: {reason}")
+    if reason is not None:
+        return None, reason
+    try:
+        return torch.load(path / STATE_FILE, map_location="cpu", weights_only=False), None
+    except Exception as err:  # a file that passes the checksum but fails to unpickle
+        return None, f"{STATE_FILE} could not be loaded ({err.__class__.__name__}: {err})"
 
 
 def load_latest_checkpoint(output_dir: str | Path) -> tuple[int, dict[str, Any]] | None:
@@ -137,16 +145,11 @@ def load_latest_checkpoint(output_dir: str | Path) -> tuple[int, dict[str, Any]]
         return None
     problems = []
     for path in reversed(candidates):
-        reason = verify_checkpoint(path)
-        if reason is None:
-            try:
-                state = torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
-            except Exception as err:  # a file that passes the checksum but fails to unpickle: report, fall back
-                reason = f"{STATE_FILE} could not be loaded ({err.__class__.__name__}: {err})"
-            else:
-                if problems:
-                    logger.warning("resuming from %s instead: %s", path, "; ".join(problems))
-                return int(state["step"]), state
+        state, reason = _read(path)
+        if state is not None:
+            if problems:
+                logger.warning("resuming from %s instead: %s", path, "; ".join(problems))
+            return int(state["step"]), state
         problems.append(f"checkpoint {path} is invalid: {reason}")
         logger.warning("checkpoint %s is invalid (%s); falling back to the previous one", path, reason)
     raise CheckpointError(
