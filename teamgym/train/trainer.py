@@ -159,20 +159,27 @@ class Trainer:
             "wall_seconds": self.wall_before + (time.perf_counter() - self._started),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def _load_policies(self, state: dict[str, Any], refusal: str, fix: str) -> dict[str, Any]:
+        """Load a checkpoint's models (and a per-role adapters run's base) and their sampling RNGs; a checkpoint of
+        other models than this config builds is refused (``refusal`` names it, ``fix`` says what to do). Returns the
+        policies."""
         named = distinct_policies(self.policies)
         if set(state["models"]) != set(named):
-            raise InvalidArgumentError(
-                f"the checkpoint holds models {sorted(state['models'])} but this config builds {sorted(named)}: "
-                "resume with the config the run started with (its output dir's config.json)"
-            )
+            raise InvalidArgumentError(f"{refusal} holds models {sorted(state['models'])} but this config builds "
+                                       f"{sorted(named)}" + (f": {fix}" if fix else ""))
         base = base_policy(self.policies)
         if base is not None and state.get("base") is not None:
             base.load_weights(state["base"])
         for name, policy in named.items():
             policy.load_weights(state["models"][name])
-            self.optimizers[name].load_state_dict(state["optimizers"][name])
             policy.set_rng_state(state["policy_rng"][name])
+        return named
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        named = self._load_policies(state, "the checkpoint", "resume with the config the run started with (its output "
+                                                             "dir's config.json)")
+        for name in named:
+            self.optimizers[name].load_state_dict(state["optimizers"][name])
         self.engine.load_state_dict(state["engine"])
         self.alpha.load_state_dict(state.get("mixer"))
         if state.get("estimator"):
@@ -323,16 +330,7 @@ class Trainer:
                 + "; ".join(differences) + ". Use the same values as its config.json, or make this run's own warm "
                 "start (leave warm_start_from empty)"
             )
-        named = distinct_policies(self.policies)
-        if set(state["models"]) != set(named):
-            raise InvalidArgumentError(f"warm_start_from={str(source)!r} holds models {sorted(state['models'])} but "
-                                       f"this run builds {sorted(named)}")
-        base = base_policy(self.policies)
-        if base is not None and state.get("base") is not None:
-            base.load_weights(state["base"])
-        for name, policy in named.items():
-            policy.load_weights(state["models"][name])
-            policy.set_rng_state(state["policy_rng"][name])
+        self._load_policies(state, f"warm_start_from={str(source)!r}", "")
         # The random streams: the warm start leaves them as seeded today (SFT draws from numpy generators of its own,
         # and evaluations restore the policies'), but a warm start that drew from them would stay exact.
         self.engine.load_state_dict({**self.engine.state_dict(), "rng": state["engine"]["rng"]})
