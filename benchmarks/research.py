@@ -449,9 +449,7 @@ def run_grid(runs: Sequence[Run], warm_starts: Sequence[Run], *, jobs: int = 1, 
 def export_results(runs_dir: Path, target: Path) -> int:
     """Copy every ``result.json`` under ``runs_dir`` (the grid's layout) to ``target``; returns how many."""
     count = 0
-    for path in sorted(Path(runs_dir).glob(f"*/*/*/seed_*/{RESULT_FILE}")):
-        if read_result(path.parent) is None:
-            continue
+    for path, _ in result_files(runs_dir):
         destination = Path(target) / path.relative_to(runs_dir)
         destination.parent.mkdir(parents=True, exist_ok=True)
         destination.write_bytes(path.read_bytes())
@@ -464,11 +462,17 @@ def export_results(runs_dir: Path, target: Path) -> int:
 
 def load_results(runs_dir: Path) -> list[dict[str, Any]]:
     """Every ``result.json`` under ``runs_dir`` (``<question>/<method>/<env>/seed_<n>/``)."""
+    return [result for _, result in result_files(runs_dir)]
+
+
+def result_files(runs_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """``(path, result)`` of every readable ``result.json`` under ``runs_dir``
+    (``<question>/<method>/<env>/seed_<n>/``), in path order."""
     out = []
     for path in sorted(Path(runs_dir).glob(f"*/*/*/seed_*/{RESULT_FILE}")):
         result = read_result(path.parent)
         if result is not None:
-            out.append(result)
+            out.append((path, result))
     return out
 
 
@@ -595,8 +599,8 @@ def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *
             other = sorted({r["completion_budget"] for r in cell.runs} - {asked_budget, None})
             budget_text = f"{asked_budget:,}" + (f" (runs: {', '.join(f'{b:,}' for b in other)})" if other else "")
             flags = " ".join(method.flags)
-            warm = cell.values("greedy_after_warm_start")
-            gains = [v - warm[seed] for seed, v in cell.values("greedy_after_rl").items() if seed in warm]
+            gains = list(paired_differences(cell.values("greedy_after_rl"),
+                                            cell.values("greedy_after_warm_start")).values())
             lines.append(
                 f"| `{method.name}` | {env.env_id} | {seeds_text} | {_interval(greedy, n)} | {diff_text} | "
                 f"{_pct(cell.mean('greedy_after_warm_start'))} | {_pct(cell.mean('sampled_after_rl'))} | "
