@@ -1,9 +1,11 @@
 """``TrainConfig``: every knob of a training run, documented once, validated on construction.
 
-The defaults are the embedded main job (the README's first command): a tiny character-level GPT-2 trained with
-AT-GRPO on ``plan_path-v0`` 4x4 grids on two CPU cores, after a short warm-start SFT stage on the env's scripted
-oracle. Values follow AT-GRPO (arXiv 2510.11062: K = 4, greedy advance, alpha = 1, PPO clip 0.2, token-mean, no
-KL, one epoch) unless a field says otherwise.
+The defaults are the embedded main job (the README's first command): a tiny character-level GPT-2 (width 128)
+trained on ``plan_path-v0`` 4x4 grids on two CPU cores, a warm-start SFT stage on the env's scripted oracle (1,000
+cosine steps) and then Turn-PPO (``algo="turn_ppo"``: a learned critic per role, GAE over each role's own turns, PPO
+clip 0.2 with dual clip, token-mean, no KL, one epoch). The tree fields (``tree``: K = 4, greedy advance) and
+``alpha`` (the env's own mixing, 1 as in AT-GRPO) follow AT-GRPO (arXiv 2510.11062) and apply to the tree estimators
+(``--algo at_grpo``, ``treerl``); a field says where it differs.
 
 Knobs that belong together live in sections, each a dataclass that documents and checks its own fields once:
 ``sampling`` (:class:`teamgym.train.sections.SamplingConfig`), ``tree`` (:class:`teamgym.rollout.TreeSampling`, the
