@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -25,7 +26,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# The library PYTHONPATH names (benchmarks/revisions.py runs this script against a baseline that way) ahead of this
+# checkout's; this checkout is still where tests.support comes from.
+_named = any((Path(p) / "teamgym").is_dir() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+sys.path.insert(len(sys.path) if _named else 0, str(ROOT))
 
 from teamgym.report import write_report  # noqa: E402
 from tests.support.chromium import Chromium  # noqa: E402
