@@ -737,7 +737,8 @@ def write_report(runs_dir: Path, results_path: Path, *, keys: Sequence[str] = QU
         "wall seconds (the trainer's: RL and the final evaluation, not the shared warm start) are means over the "
         "cell's seeds; each run's exact command is in its `result.json`. The protocol's recipe was chosen on seeds "
         "0-4 and held-out tasks 1,000,000-1,000,199 of plan_path-v0; the grid reports other seeds and tasks, and the "
-        "other envs run it as it is (nothing was tuned on them). The learning-signal columns compare like with like only within one rollout type: a trajectory rollout's groups "
+        "other envs run it as it is (nothing was tuned on them). The learning-signal columns compare like with like "
+        "only within one rollout type: a trajectory rollout's groups "
         "are episodes of one task compared by their return (rewards summed over turns), a tree's are the candidates "
         "of one node compared by their step reward, so a trajectory method's advantage energy is on another scale "
         "than a tree method's.", "",

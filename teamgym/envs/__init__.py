@@ -19,6 +19,9 @@ register("sudoku-v0", "teamgym.envs.planning.sudoku:SudokuEnv",
          description="A tool agent and a planner fill a 4x4 or 9x9 sudoku")
 register("sokoban-v0", "teamgym.envs.planning.sokoban:SokobanEnv",
          description="A tool agent and a planner push every box onto a goal")
+register("sokoban-v1", "teamgym.envs.planning.sokoban:SokobanEnv", progress="solution",
+         description="A tool agent and a planner push every box onto a goal (progress: the share of a shortest "
+                     "solution done)")
 register("math_tool-v0", "teamgym.envs.math_tool.env:MathToolEnv",
          description="A reasoner and a tool agent (Python) solve an exact-answer math problem")
 register("discussion-v0", "teamgym.envs.discussion.env:DiscussionEnv",

@@ -127,8 +127,10 @@ PRESETS: dict[str, Preset] = {
     # 11 moves (until 2026-12-05 it was 40, which cut every tool program of 8 moves or more: 3% of the held-out
     # tasks). sokoban: 10 moves, 46 tokens; 52 fit 13 moves. sudoku: 6 placements (every easy puzzle has at most 6
     # empty cells), 73 tokens; 81 fit 7 (a wrong digit and its correction).
-    "sokoban-v0": Preset(prompt=sokoban_prompt, demonstration=sokoban_demonstration,
-                         env_kwargs={"size": 5, "num_boxes": 1, "max_turns": 3}, max_tokens=52),
+    # sokoban-v1 differs from v0 in its rewards only (progress: the share of a shortest solution done).
+    **{env_id: Preset(prompt=sokoban_prompt, demonstration=sokoban_demonstration,
+                      env_kwargs={"size": 5, "num_boxes": 1, "max_turns": 3}, max_tokens=52)
+       for env_id in ("sokoban-v0", "sokoban-v1")},
     "sudoku-v0": Preset(prompt=sudoku_prompt, demonstration=sudoku_demonstration,
                         env_kwargs={"size": 4, "difficulty": "easy", "max_turns": 3}, max_tokens=81),
     # The learning sanity envs: their own prompts are already a few characters; answers are one character.

@@ -138,3 +138,15 @@ def test_plan_paths_longest_tool_program_fits_max_tokens():
     assert tool.count(",") == lengths[longest] - 1
     assert len(char_tokenizer()(tool, add_special_tokens=False)["input_ids"]) + 1 <= PRESETS["plan_path-v0"].max_tokens
 
+
+
+def test_sokoban_v1_shares_v0s_preset():
+    """v1 changes the rewards only: the same prompts, demonstrations, options and budget (so v0's tests cover it)."""
+    assert PRESETS["sokoban-v1"] == PRESETS["sokoban-v0"]
+    v0, v1 = make("sokoban-v0"), make("sokoban-v1")
+    for env in (v0, v1):
+        env.reset(seed=7)
+    preset = PRESETS["sokoban-v1"]
+    for agent in ("tool", "planner"):
+        assert preset.prompt(v0.unwrapped, agent) == preset.prompt(v1.unwrapped, agent)
+        assert preset.demonstration(v0.unwrapped, agent) == preset.demonstration(v1.unwrapped, agent)

@@ -251,7 +251,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
     def _run_plan(self, board: BoardT, plan: Sequence[MoveT]) -> PlanRun[BoardT]:
         valid = invalid = 0
         for move in plan:
-            if self._progress(board) >= 1.0:
+            if self._solved(board):
                 break
             after = self._move(board, move)
             if after is None:
@@ -259,7 +259,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
             elif after != board:
                 board = after
                 valid += 1
-        return PlanRun(board, valid, invalid, self._progress(board) >= 1.0)
+        return PlanRun(board, valid, invalid, self._solved(board))
 
     def _tool_step(self, action: str) -> Outcome:
         state = self.state

@@ -48,6 +48,10 @@ class FamilyHooks(Generic[TaskT, BoardT, MoveT]):
         """Progress in [0, 1]: 0 on the initial board, 1 exactly at the goal."""
         raise NotImplementedError
 
+    def _solved(self, board: BoardT) -> bool:
+        """Whether ``board`` is the goal: progress 1 (a family whose progress costs a search says it cheaper)."""
+        return self._progress(board) >= 1.0
+
     def _signals(self, board: BoardT) -> dict[str, Any]:
         """The family's process signals for ``infos`` (distance to goal, cells correct, boxes on goals...)."""
         raise NotImplementedError

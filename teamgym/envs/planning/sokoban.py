@@ -1,5 +1,5 @@
-"""``sokoban-v0``: push boxes onto goals in a small warehouse, solved by a tool agent and a planner (AT-GRPO's
-``sokoban`` benchmark, Stronger-MAS, arXiv 2510.11062).
+"""``sokoban-v1`` (and ``sokoban-v0``): push boxes onto goals in a small warehouse, solved by a tool agent and a
+planner (AT-GRPO's ``sokoban`` benchmark, Stronger-MAS, arXiv 2510.11062).
 
 **Task.** A square warehouse (5x5 to 8x8 with its walls) holding 1 to 3 boxes and as many goals; the player
 walks ``U D L R`` and pushes (never pulls) boxes; the task is solved when every box is on a goal. Maps are
@@ -30,9 +30,8 @@ corner may make the map unsolvable; the episode then runs on until ``max_turns``
 ====================  ===========  ==============================================================
 term                  range        meaning
 ====================  ===========  ==============================================================
-team                  [-1, 2.5]    on the planner's step, to both agents: progress gain (share of
-                                   boxes on goals) + 1.0 when solved + 0.5 if solved in the optimal
-                                   number of moves
+team                  [-1, 2.5]    on the planner's step, to both agents: progress gain + 1.0 when
+                                   solved + 0.5 if solved in the optimal number of moves
 tool ``format``       {-0.5, 0}    no code block
 tool ``exec``         {-0.5,       program failed / printed no readable plan
                       -0.25, 0}
@@ -42,19 +41,28 @@ planner ``format``    {-0.5, 0}    no readable ``Actions:`` line
 planner ``invalid``   [-1, 0]      -0.1 per invalid move applied
 ====================  ===========  ==============================================================
 
-The maximum team return is 2.5. Process signals in ``infos``: ``boxes_on_goals``, ``num_boxes``, ``player``,
-``progress``, ``moves_used``, ``optimal_length``.
+``progress`` (v1, ``progress="solution"``) is the share of a shortest solution done: ``1 - L(layout) / L0``, where
+``L`` is the length of a shortest solution from the layout (the breadth-first solver, cached per layout) and ``L0``
+the map's from its start; 1 when solved, 0 at the start and wherever no solution is found (a box stuck in a corner)
+or the layout is further from solved than the start. So a plan that walks part of a solution earns that part (the
+tool's ``plan`` term, the team's progress gain), as in ``plan_path``. In v0 (``progress="boxes"``) it is the share
+of boxes on goals, which with one box is 0 until the map is solved: every failing plan then scores only its invalid
+moves, and under group-normalised advantages (AT-GRPO) the tool learned to write shorter plans, which fail more
+(docs/RESULTS.md). The maximum team return is 2.5. Process signals in ``infos``: ``boxes_on_goals``,
+``num_boxes``, ``player``, ``progress``, ``moves_used``, ``optimal_length``.
 
 **Options.** ``size`` (5..8, default 6), ``num_boxes`` (1..3, default 2), ``max_turns`` (default 5;
 or ``max_cycles``, PettingZoo's name for it),
 ``alpha``, ``tool_timeout`` (default 1 s; every map's forward search visits at most 20,000 layouts, so a plain
-BFS program finishes well within it), ``render_mode``.
+BFS program finishes well within it), ``render_mode``, ``progress`` (``"solution"`` in v1, ``"boxes"`` in v0).
 
 **Scripted policies.** tool: ``oracle`` (a BFS over player and box positions, run in the sandbox), ``random``
 (prints random moves); planner: ``oracle`` (a shortest plan from the state), ``copy_tool`` (adopts the tool's
 printed plan), ``random``.
 
-**Version history.** v0: first release.
+**Version history.** v1: ``progress`` is the share of a shortest solution done (it was the share of boxes on
+goals), in ``infos``, the team's progress gain and the tool's ``plan`` term; everything else as v0. v0: first
+release.
 """
 
 from __future__ import annotations
@@ -70,12 +78,15 @@ from teamgym.envs.planning.parsing import MOVE_NAMES, parse_moves
 from teamgym.envs.planning.sokoban_gen import Layout, Level, generate_sokoban, push, solve_sokoban
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["SokobanEnv", "SokobanTask", "generate_sokoban_task", "MIN_SIZE", "MAX_SIZE", "MAX_BOXES"]
+__all__ = ["SokobanEnv", "SokobanTask", "generate_sokoban_task", "MIN_SIZE", "MAX_SIZE", "MAX_BOXES", "PROGRESS"]
 
 MIN_SIZE, MAX_SIZE = 5, 8
 MAX_BOXES = 3
 #: The oracle planner's search budget from a mid-episode layout (above the generator's: any layout counts).
 _SOLVE_STATES = 200_000
+#: The ``progress`` option: what each measures, and the version that uses it.
+PROGRESS = {"boxes": "sokoban-v0", "solution": "sokoban-v1"}
+_CACHED_SEARCHES = 50_000
 
 
 @dataclass(frozen=True)
@@ -147,6 +158,7 @@ class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
         alpha: float | dict[str, float] = 1.0,
         tool_timeout: float = 1.0,
         render_mode: str | None = None,
+        progress: str = "boxes",
     ):
         super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout,
                          max_cycles=max_cycles)
@@ -160,8 +172,18 @@ class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
                 f"num_boxes={num_boxes!r}: expected an int in [1, {MAX_BOXES}] (more boxes "
                 "make the solver's search too large for a quick program)"
             )
+        if progress not in PROGRESS:
+            raise InvalidArgumentError(
+                f"progress={progress!r}: expected one of {', '.join(map(repr, PROGRESS))} ('solution': the share of "
+                "a shortest solution done, sokoban-v1; 'boxes': the share of boxes on goals, sokoban-v0)"
+            )
         self.size = size
         self.num_boxes = num_boxes
+        self.progress = progress
+        self.metadata = {**self.metadata, "name": PROGRESS[progress]}
+        # (level, layout) -> moves in a shortest solution, None if none is found (progress "solution"); a cache of
+        # the searches, not episode state: snapshots and restores leave it alone, the level keys it by task.
+        self._moves_left: dict[tuple[Level, Layout], int | None] = {}
 
     def _task_from_id(self, task_id: Any) -> SokobanTask:
         return generate_sokoban_task(task_id, size=self.size, num_boxes=self.num_boxes)
@@ -219,8 +241,24 @@ class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
     def _boxes_on_goals(self, board: Layout) -> int:
         return sum(1 for box in board.boxes if box in self.task.level.goals)
 
+    def _solved(self, board: Layout) -> bool:
+        return self._boxes_on_goals(board) == len(board.boxes)
+
     def _progress(self, board: Layout) -> float:
-        return self._boxes_on_goals(board) / len(board.boxes)
+        if self.progress == "boxes":
+            return self._boxes_on_goals(board) / len(board.boxes)
+        if self._solved(board):
+            return 1.0
+        key = (self.task.level, board)
+        left = self._moves_left.get(key, -1)
+        if left == -1:
+            if len(self._moves_left) >= _CACHED_SEARCHES:
+                self._moves_left.clear()
+            plan = solve_sokoban(self.task.level, board, max_states=_SOLVE_STATES)
+            left = self._moves_left[key] = None if plan is None else len(plan)
+        if left is None:  # no solution (a box stuck), or none within the search budget: no progress
+            return 0.0
+        return max(0.0, 1.0 - left / self.task.optimal_length)
 
     def _signals(self, board: Layout) -> dict[str, Any]:
         return {

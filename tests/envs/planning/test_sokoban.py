@@ -147,3 +147,94 @@ def test_random_plan_moves_are_moves():
     env = _env()
     plan = env.unwrapped._random_plan(np.random.default_rng(0), env.unwrapped.state.board)
     assert plan and set(plan) <= set("UDLR")
+
+
+# ---------------------------------------------------------------------- v1: progress is the share of a solution done
+
+
+def _v1(version="sokoban-v1", task_id=3):
+    env = teamgym.make(version, size=5, num_boxes=1, max_turns=3)
+    env.reset(seed=0, options={"task_id": task_id})
+    return env
+
+
+def _tool_reward(env, plan):
+    """The tool's reward for printing ``plan`` from the current layout (the env is restored after)."""
+    snapshot = env.unwrapped.snapshot()
+    info = act(env, f"```python\nprint('Actions: {','.join(plan)}')\n```")
+    reward = env.rewards["tool"]
+    env.unwrapped.restore(snapshot)
+    return reward, info
+
+
+def test_v1_is_the_newest_sokoban_and_v0_keeps_counting_boxes():
+    assert teamgym.make("sokoban").unwrapped.metadata["name"] == "sokoban-v1"
+    v0, v1 = _v1("sokoban-v0"), _v1()
+    assert (v0.unwrapped.progress, v1.unwrapped.progress) == ("boxes", "solution")
+    with pytest.raises(InvalidArgumentError, match="progress='steps'"):
+        teamgym.make("sokoban-v1", progress="steps")
+
+
+@pytest.mark.parametrize("task_id", [3, 11, 12345])
+def test_v1_progress_is_the_share_of_a_shortest_solution_done(task_id):
+    env = _v1(task_id=task_id).unwrapped
+    level, board, optimal = env.task.level, env.state.board, env.task.optimal_length
+    plan = solve_sokoban(level, board)
+    assert env._progress(board) == 0.0 and len(plan) == optimal
+    for done, move in enumerate(plan, start=1):
+        board = push(level, board, move)
+        assert env._progress(board) == pytest.approx(done / optimal)  # each move of a solution: 1 / L0 closer
+    assert env._progress(board) == 1.0 and env._solved(board)
+    # Layouts with no solution (a box pushed where it can never leave) count as no progress; so does any layout
+    # further from solved than the start (clamped at 0, progress stays in [0, 1]).
+    frontier, seen = [env.task.start], {env.task.start}
+    while frontier:
+        layout = frontier.pop()
+        left = solve_sokoban(level, layout)
+        expected = 0.0 if left is None else max(0.0, 1 - len(left) / optimal)
+        assert env._progress(layout) == pytest.approx(expected)
+        for move in "UDLR":
+            after = push(level, layout, move)
+            if after is not None and after not in seen and not env._solved(after):
+                seen.add(after)
+                frontier.append(after)
+
+
+def test_truncating_a_plan_to_dodge_invalid_moves_no_longer_pays():
+    """The attack on v0: with one box, progress is 0 until solved, so every failing plan scores only its invalid
+    moves, and a plan cut short outscores a longer one that follows the solution but ends with a blocked move.
+    Group-normalised advantages turn that into a push towards short plans (the tool's plans shrank under AT-GRPO
+    and held-out success fell; docs/RESULTS.md). In v1 the longer prefix of the solution is worth more."""
+    for task_id in range(3, 40):
+        env = _v1(task_id=task_id)
+        base = env.unwrapped
+        plan = solve_sokoban(base.task.level, base.state.board)
+        board = base.state.board
+        for move in plan[:-1]:
+            board = push(base.task.level, board, move)
+        blocked = [m for m in "UDLR" if push(base.task.level, board, m) is None]
+        if len(plan) >= 4 and blocked:
+            break
+    else:
+        pytest.fail("no map with a blocked move before the last of a 4+ move solution")
+    short = plan[: len(plan) // 2]  # half the solution, no invalid move
+    long_ = plan[:-1] + blocked[:1]  # all but the last move of the solution, then a move into a wall
+    for version, short_wins in (("sokoban-v0", True), ("sokoban-v1", False)):
+        env = _v1(version, task_id)
+        (r_short, _), (r_long, info) = _tool_reward(env, short), _tool_reward(env, long_)
+        assert info["tool_plan"]["invalid"] == 1 and not info["tool_plan"]["reaches_goal"]
+        assert (r_short > r_long) is short_wins, (version, r_short, r_long)
+    # v1: every longer prefix of the solution earns more, the full plan everything
+    env = _v1("sokoban-v1", task_id)
+    rewards = [_tool_reward(env, plan[:n])[0] for n in range(1, len(plan) + 1)]
+    assert rewards == sorted(rewards) and len(set(rewards)) == len(rewards) and rewards[-1] == 1.0
+
+
+def test_v1_team_progress_adds_up_to_the_progress_made():
+    env = _v1()
+    base = env.unwrapped
+    plan = solve_sokoban(base.task.level, base.state.board)
+    act(env, "no program")
+    info = act(env, "Actions: " + ",".join(plan[:2]))  # the planner walks two moves of the solution
+    assert info["team_parts"]["progress"] == pytest.approx(2 / base.task.optimal_length)
+    assert info["progress"] == pytest.approx(2 / base.task.optimal_length) and not base.state.solved
