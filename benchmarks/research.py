@@ -85,6 +85,14 @@ QUICK_PROTOCOL = ("--n-layer", "1", "--n-embd", "16", "--n-head", "1", "--sft-ta
                   "--eval-tasks", "4", "--eval-every", "0", "--tasks-per-step", "2", "--tree-k", "2", "--no-plot",
                   "--no-progress-bar")
 QUICK_BUDGET, QUICK_MAX_STEPS = 40, 3
+#: Where an env's own settings are chosen (``--choose-lr``): the seeds and held-out tasks the main job's recipe was
+#: chosen on (held-out ids from 1,000,000, the trainer's default), never the reported ones.
+SELECTION_SEEDS = (0, 1, 2, 3, 4)
+SELECTION_PROTOCOL = tuple("1000000" if previous == "--heldout-offset" else flag
+                           for previous, flag in zip(("", *PROTOCOL), PROTOCOL))
+#: The run folders' first level for ``--choose-lr`` (``<runs>/choose_lr/at_grpo_lr_<lr>/<env>/seed_<n>``).
+CHOOSE_LR = "choose_lr"
+LEARNING_RATES = ("1e-4", "3e-5", "1e-5")
 
 
 @dataclass(frozen=True)
@@ -108,9 +116,19 @@ class Method:
 
 @dataclass(frozen=True)
 class Env:
-    """An env of the grid, or why it is not run."""
+    """An env of the grid, or why it is not run.
+
+    Attributes:
+        env_id: the registered id.
+        flags: ``teamgym train`` flags of every run on this env, after :data:`PROTOCOL` and before the method's
+            (a setting chosen for this env on the selection seeds and tasks, :func:`choose_lr`).
+        chosen: how ``flags`` were chosen, for the report.
+        unsupported: why the trainer cannot run it yet ("" = it can).
+    """
 
     env_id: str
+    flags: tuple[str, ...] = ()
+    chosen: str = ""
     unsupported: str = ""
 
 
@@ -130,7 +148,7 @@ class Question:
 AT_GRPO = Method(BASELINE, ("--algo", "at_grpo"), "AT-GRPO: tree, K = 4 per (agent, turn) node, greedy advance, "
                                                   "alpha = 1 (the env's mixing)")
 #: The envs with a compact preset (prompt and scripted warm start, teamgym.train.presets) the tiny model learns.
-ENVS = (Env("plan_path-v0"), Env("sokoban-v0"), Env("sudoku-v0"))
+ENVS = (Env("plan_path-v0"), Env("sokoban-v0"), Env("sokoban-v1"), Env("sudoku-v0"))
 
 QUESTIONS = (
     Question("gap1", "Gap 1: tree-sampling strategies at equal completions", (
@@ -245,6 +263,7 @@ def plan_runs(questions: Iterable[str], envs: Iterable[str], seeds: Iterable[int
     its (env, seed)'s shared warm start (:func:`warm_start_run`)."""
     wanted = set(methods) if methods is not None else None
     env_ids = [e.env_id for e in ENVS if e.env_id in set(envs) and not e.unsupported]
+    env_flags = {e.env_id: e.flags for e in ENVS}
     runs = []
     for key in questions:
         for method in question(key).methods:
@@ -252,13 +271,56 @@ def plan_runs(questions: Iterable[str], envs: Iterable[str], seeds: Iterable[int
                 continue
             for env_id in env_ids:
                 for seed in seeds:
-                    args = (*protocol, *method.flags, "--env-id", env_id, "--seed", str(seed), "--completion-budget",
+                    args = (*protocol, *env_flags[env_id], *method.flags, "--env-id", env_id, "--seed", str(seed),
+                            "--completion-budget",
                             str(max(1, round(budget * method.budget_share))), "--steps", str(max_steps),
                             "--torch-threads", "1", "--warm-start-from",
                             str(warm_start_run(env_id, seed, runs_dir=runs_dir, protocol=protocol).folder))
                     runs.append(Run(key, method.name, env_id, seed, run_folder(runs_dir, key, method.name, env_id,
                                                                                seed), args))
     return runs
+
+
+def lr_runs(env_id: str, learning_rates: Sequence[str], seeds: Sequence[int], *, runs_dir: Path, budget: int,
+            max_steps: int, protocol: Sequence[str] = SELECTION_PROTOCOL) -> list[Run]:
+    """``--choose-lr``: AT-GRPO at each learning rate, from the selection seeds' warm starts, at the grid's budget."""
+    runs = []
+    for lr in learning_rates:
+        method = f"{BASELINE}_lr_{lr}"
+        for seed in seeds:
+            args = (*protocol, "--algo", BASELINE, "--ppo-lr", lr, "--env-id", env_id, "--seed", str(seed),
+                    "--completion-budget", str(budget), "--steps", str(max_steps), "--torch-threads", "1",
+                    "--warm-start-from", str(warm_start_run(env_id, seed, runs_dir=runs_dir, protocol=protocol).folder))
+            runs.append(Run(CHOOSE_LR, method, env_id, seed, run_folder(runs_dir, CHOOSE_LR, method, env_id, seed),
+                            args))
+    return runs
+
+
+def lr_table(runs: Sequence[Run]) -> tuple[list[str], str | None]:
+    """The ``--choose-lr`` table (markdown lines) from the runs' results, and the learning rate with the highest mean
+    greedy success after RL (None until every run has a result)."""
+    rows: dict[str, dict[int, dict[str, Any]]] = {}
+    for run in runs:
+        result = read_result(run.folder)
+        rows.setdefault(run.method.rsplit("_", 1)[1], {})
+        if result is not None:
+            rows[run.method.rsplit("_", 1)[1]][run.seed] = result
+    seeds = sorted({run.seed for run in runs})
+    lines = ["| learning rate | greedy after RL per seed, % | greedy after RL, % [95% CI] | RL gain, points [95% CI] "
+             "| sampled after RL, % |", "|---|---|---:|---:|---:|"]
+    best, best_mean, complete = None, -1.0, True
+    for lr, by_seed in rows.items():
+        complete = complete and len(by_seed) == len(seeds)
+        after = [by_seed[s]["greedy_after_rl"] for s in seeds if s in by_seed]
+        gains = [by_seed[s]["greedy_after_rl"] - by_seed[s]["greedy_after_warm_start"] for s in seeds if s in by_seed]
+        sampled = [by_seed[s]["sampled_after_rl"] for s in seeds if s in by_seed]
+        per_seed = " / ".join(f"{s}: {100 * by_seed[s]['greedy_after_rl']:.1f}" for s in seeds if s in by_seed) or "—"
+        lines.append(f"| {lr} | {per_seed} | {_interval(mean_ci(after), len(after))} | "
+                     f"{_interval(mean_ci(gains), len(gains), signed=True)} | "
+                     f"{_pct(sum(sampled) / len(sampled) if sampled else None)} |")
+        if after and sum(after) / len(after) > best_mean:
+            best, best_mean = lr, sum(after) / len(after)
+    return lines, best if complete else None
 
 
 def check_runs(runs: Sequence[Run], warm_starts: Sequence[Run] = ()) -> None:
@@ -778,6 +840,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--export", type=Path, default=None, metavar="DIR",
                         help=f"copy the runs' result.json files (only those) to DIR, keeping the layout, and stop; "
                              f"the page's own runs are committed in {COMMITTED_RUNS}")
+    parser.add_argument("--choose-lr", action="store_true",
+                        help=f"choose each --envs env's RL learning rate: AT-GRPO at each of --lrs on seeds "
+                             f"{', '.join(map(str, SELECTION_SEEDS))} and held-out tasks from 1,000,000 (not the "
+                             "reported ones), at the grid's budget; prints the table and the best mean greedy success")
+    parser.add_argument("--lrs", nargs="+", default=list(LEARNING_RATES), help="--choose-lr's learning rates")
     parser.add_argument("--quick", action="store_true",
                         help=f"one cell (A, at_grpo, plan_path-v0, seed 0) with a tiny model and warm start, a "
                              f"budget of {QUICK_BUDGET} completions and {QUICK_MAX_STEPS} steps at most; for CI")
@@ -809,6 +876,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.report:
         report()
         return 0
+    if args.choose_lr:
+        return choose_lr(args.envs, args.lrs, runs_dir=runs_dir, budget=args.budget, max_steps=args.max_steps,
+                         jobs=args.jobs, invocation=invocation, dry_run=args.dry_run)
     runs = plan_runs(args.questions, args.envs, args.seeds, runs_dir=runs_dir, budget=args.budget,
                      max_steps=args.max_steps, protocol=protocol, methods=args.methods)
     warm_starts = warm_starts_of(runs, runs_dir=runs_dir, protocol=protocol)
@@ -837,6 +907,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     report()
     if failed:
         print(f"{len(failed)} runs failed: {', '.join(failed)} (rerun the command to retry them)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def choose_lr(envs: Sequence[str], learning_rates: Sequence[str], *, runs_dir: Path, budget: int, max_steps: int,
+              jobs: int, invocation: str, dry_run: bool = False, launcher: Launcher = launch,
+              say: Callable[[str], None] = print) -> int:
+    """``--choose-lr``: run :func:`lr_runs` for each env (resumable, as the grid), print each table and choice
+    (``dry_run``: each run's status and command only)."""
+    failed: list[str] = []
+    tables = []
+    for env_id in envs:
+        runs = lr_runs(env_id, learning_rates, SELECTION_SEEDS, runs_dir=runs_dir, budget=budget, max_steps=max_steps)
+        warm_starts = warm_starts_of(runs, runs_dir=runs_dir, protocol=SELECTION_PROTOCOL)
+        if dry_run:
+            for run in [*warm_starts, *runs]:
+                say(f"{run_status(run):8} {run.label}: {shlex.join(run.command())}")
+            continue
+        check_runs(runs, warm_starts)
+        failed += run_grid(runs, warm_starts, jobs=jobs, invocation=invocation, launcher=launcher, say=say)
+        lines, best = lr_table(runs)
+        warm = [read_result(w.folder) for w in warm_starts]
+        warm_text = " / ".join(f"{w['seed']}: {100 * w['greedy_after_warm_start']:.1f}" for w in warm if w)
+        tables += [f"{env_id}, AT-GRPO at {budget:,} completions, seeds {', '.join(map(str, SELECTION_SEEDS))}, "
+                   f"held-out tasks from 1,000,000 (warm starts, greedy: {warm_text or '—'}):", "", *lines, "",
+                   f"chosen: --ppo-lr {best}" if best else "not all runs have a result yet", ""]
+    say("\n".join(tables))
+    if failed:
+        say(f"{len(failed)} runs failed: {', '.join(failed)} (rerun the command to retry them)")
         return 1
     return 0
 
