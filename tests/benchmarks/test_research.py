@@ -106,7 +106,7 @@ def test_report_means_intervals_and_paired_differences(tmp_path):
     assert budget_aware[2] == "0 of 5 seeds" and "--tree-strategy budget" in budget_aware[-1]
     assert _row(text, "at_grpo", "sokoban-v0")[2] == "0 of 5 seeds"  # every env of the grid has a row
     assert "Command: `python benchmarks/research.py --questions A --seeds 5 6 7 8 9 --budget 9600" in text
-    assert "No cell has been run yet" not in text and "**No run yet on sokoban-v0, sudoku-v0**" in text
+    assert "No cell has been run yet" not in text and "**No run yet on sokoban-v0, sokoban-v1, sudoku-v0**" in text
     assert (results.parent / "images" / "research_A.png").stat().st_size > 0
     assert "](images/research_A.png)" in text and "research_B.png" not in text  # B has no run: no plot
     assert _row(text, "prm_process_reward")[2] == "0 of 5 seeds"  # runnable now, not yet run
@@ -151,12 +151,13 @@ def test_every_method_of_the_grid_is_a_valid_train_config(tmp_path):
                               budget=9_600, max_steps=1_000)
     warm_starts = research.warm_starts_of(runs, runs_dir=tmp_path)
     research.check_runs(runs, warm_starts)  # every flag exists, every value is valid, every warm start fits
-    assert len(warm_starts) == 3 and all(w.train_args[w.train_args.index("--steps") + 1] == "0" for w in warm_starts)
+    assert len(warm_starts) == len(research.ENVS)
+    assert all(w.train_args[w.train_args.index("--steps") + 1] == "0" for w in warm_starts)
     folders = {(w.env_id, w.seed): str(w.folder) for w in warm_starts}
     assert all(r.train_args[r.train_args.index("--warm-start-from") + 1] == folders[(r.env_id, r.seed)]
                for r in runs)
     assert "--heldout-offset" in research.PROTOCOL and not set(research.SEEDS) & {0, 1, 2, 3, 4}
-    assert {r.env_id for r in runs} == {"plan_path-v0", "sokoban-v0", "sudoku-v0"}  # each has a warm start
+    assert {r.env_id for r in runs} == {e.env_id for e in research.ENVS}  # each has a warm start
     for q in research.QUESTIONS:
         assert q.methods[0].name == research.BASELINE
         for method in q.methods:
@@ -325,3 +326,69 @@ def test_quick_runs_one_cell_end_to_end_then_skips_or_resumes_it(tmp_path):
     for key in ("greedy_after_rl", "greedy_after_warm_start", "completions", "completion_tokens", "steps"):
         assert resumed[key] == result[key], key
     assert "resumed from step" in (folder / "train.log").read_text()
+
+
+# ---------------------------------------------------------------------- per-env settings and --choose-lr
+
+
+def test_an_envs_flags_go_into_its_runs_after_the_protocol_and_before_the_methods(tmp_path, monkeypatch):
+    monkeypatch.setattr(research, "ENVS", (research.Env("plan_path-v0", ("--ppo-lr", "3e-5"), "chosen"),
+                                           research.Env("sudoku-v0")))
+    runs = research.plan_runs(["A"], ["plan_path-v0", "sudoku-v0"], [5], runs_dir=tmp_path, budget=100, max_steps=9,
+                              methods=["at_grpo", "gigpo"])
+    research.check_runs(runs, research.warm_starts_of(runs, runs_dir=tmp_path))  # the rate leaves the warm start
+    for run in runs:
+        args = list(run.train_args)
+        if run.env_id == "sudoku-v0":
+            assert "--ppo-lr" not in args
+            continue
+        at = args.index("--ppo-lr")
+        assert args[at + 1] == "3e-5" and at == len(research.PROTOCOL) and args[at + 2] == "--algo"
+    assert all("--ppo-lr" not in w.train_args for w in research.warm_starts_of(runs, runs_dir=tmp_path))
+
+
+class RateTrainer(FakeTrainer):
+    """A fake trainer whose greedy success after RL depends on the learning rate (and a little on the seed)."""
+
+    SUCCESS = {"1e-4": 0.40, "3e-5": 0.62, "1e-5": 0.55}
+
+    def __call__(self, command, log):
+        code = super().__call__(command, log)
+        if "--ppo-lr" in command:
+            folder = Path(command[command.index("--output-dir") + 1])
+            summary = json.loads((folder / "summary.json").read_text())
+            seed = int(command[command.index("--seed") + 1])
+            summary["heldout_success_after"] = self.SUCCESS[command[command.index("--ppo-lr") + 1]] + seed / 100
+            (folder / "summary.json").write_text(json.dumps(summary))
+        return code
+
+
+def test_choose_lr_runs_at_grpo_per_rate_on_the_selection_seeds_and_picks_the_best_mean(tmp_path):
+    out: list[str] = []
+    trainer = RateTrainer()
+    code = research.choose_lr(["sokoban-v1"], ["1e-4", "3e-5", "1e-5"], runs_dir=tmp_path, budget=100, max_steps=9,
+                              jobs=2, invocation="test", launcher=trainer, say=out.append)
+    assert code == 0
+    warm = [c for c in trainer.commands if c[c.index("--steps") + 1] == "0"]
+    runs = [c for c in trainer.commands if c[c.index("--steps") + 1] != "0"]
+    assert len(warm) == 5 and len(runs) == 15 and trainer.commands[:5] == warm  # warm starts first
+    for command in trainer.commands:
+        assert command[command.index("--heldout-offset") + 1] == "1000000"  # the selection split, not the grid's
+        assert int(command[command.index("--seed") + 1]) in research.SELECTION_SEEDS
+    assert {c[c.index("--ppo-lr") + 1] for c in runs} == {"1e-4", "3e-5", "1e-5"}
+    assert all(c[c.index("--algo") + 1] == research.BASELINE and c[c.index("--completion-budget") + 1] == "100"
+               for c in runs)
+    text = "\n".join(out)
+    assert "chosen: --ppo-lr 3e-5" in text and "| 3e-5 | 0: 62.0 / 1: 63.0 / 2: 64.0 / 3: 65.0 / 4: 66.0 |" in text
+    again = RateTrainer()  # resumable: nothing runs twice
+    assert research.choose_lr(["sokoban-v1"], ["1e-4", "3e-5", "1e-5"], runs_dir=tmp_path, budget=100, max_steps=9,
+                              jobs=1, invocation="test", launcher=again, say=out.append) == 0
+    assert again.commands == []
+
+
+def test_choose_lr_names_no_rate_until_every_run_has_a_result(tmp_path):
+    runs = research.lr_runs("sokoban-v1", ["1e-4", "3e-5"], [0, 1], runs_dir=tmp_path, budget=100, max_steps=9)
+    for run in runs[:3]:
+        _write(tmp_path, {**_result(research.CHOOSE_LR, run.method, run.seed, 0.5, env="sokoban-v1")})
+    lines, best = research.lr_table(runs)
+    assert best is None and any(line.startswith("| 3e-5 | 0: 50.0 |") for line in lines)
