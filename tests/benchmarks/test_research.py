@@ -345,6 +345,9 @@ def test_an_envs_flags_go_into_its_runs_after_the_protocol_and_before_the_method
         at = args.index("--ppo-lr")
         assert args[at + 1] == "3e-5" and at == len(research.PROTOCOL) and args[at + 2] == "--algo"
     assert all("--ppo-lr" not in w.train_args for w in research.warm_starts_of(runs, runs_dir=tmp_path))
+    text = research.write_report(tmp_path, tmp_path / "RESULTS.md", envs=["plan_path-v0", "sudoku-v0"])
+    assert "Runs on plan_path-v0 add `--ppo-lr 3e-5` after the protocol's flags: chosen" in text
+    assert "Runs on sudoku-v0" not in text
 
 
 class RateTrainer(FakeTrainer):
