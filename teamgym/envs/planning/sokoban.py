@@ -48,7 +48,7 @@ or the layout is further from solved than the start. So a plan that walks part o
 tool's ``plan`` term, the team's progress gain), as in ``plan_path``. In v0 (``progress="boxes"``) it is the share
 of boxes on goals, which with one box is 0 until the map is solved: every failing plan then scores only its invalid
 moves, and under group-normalised advantages (AT-GRPO) the tool learned to write shorter plans, which fail more
-(docs/RESULTS.md). The maximum team return is 2.5. Process signals in ``infos``: ``boxes_on_goals``,
+(docs/training.md). The maximum team return is 2.5. Process signals in ``infos``: ``boxes_on_goals``,
 ``num_boxes``, ``player``, ``progress``, ``moves_used``, ``optimal_length``.
 
 **Options.** ``size`` (5..8, default 6), ``num_boxes`` (1..3, default 2), ``max_turns`` (default 5;
