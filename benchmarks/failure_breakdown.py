@@ -24,6 +24,7 @@ import collections
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,10 @@ except ModuleNotFoundError:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
 
-def _plan(text: str) -> list[str] | None:
-    """The plan a completion states: a tool's program's printed line (answered without running it when it only
-    prints literals), or a planner's answer line. ``None`` when none reads."""
+def _plan(text: str, parse: Callable[[str], list[Any] | None]) -> list[Any] | None:
+    """The plan a completion states, read by the env's own parser (``parse``): a tool's program's printed output
+    (answered without running it when it only prints literals), or a planner's answer. ``None`` when none reads."""
     from teamgym.core import select_code_block
-    from teamgym.envs.planning.parsing import find_plan_text
     from teamgym.sandbox._literal import answer
     from teamgym.sandbox.result import Job
 
@@ -48,10 +48,7 @@ def _plan(text: str) -> list[str] | None:
         if result is None or result.status != "ok":
             return None
         text = result.stdout
-    line = find_plan_text(text)
-    if line is None:
-        return None
-    return [token for token in line.split("\n", 1)[0].replace(" ", "").split(",") if token]
+    return parse(text)
 
 
 def breakdown(run_dir: Path, step: int | None = None) -> dict[str, Any]:
@@ -86,6 +83,9 @@ def breakdown(run_dir: Path, step: int | None = None) -> dict[str, Any]:
                     trainer.tasks.heldout_ids, episode_prefix="eval", tree=TreeSampling(k=1),
                     sampling=SamplingParams(temperature=0.0, max_tokens=trainer.max_tokens))
             tokenizer = {role: policy.tokenizer for role, policy in trainer.policies.items()}
+            env = trainer._env_fn()
+            env.reset(seed=config.seed)  # a task, for the parser's bounds (they depend on the env's options only)
+            parse = env.unwrapped._parse_plan
         finally:
             trainer.close()
     batch = result.batch
@@ -97,9 +97,9 @@ def breakdown(run_dir: Path, step: int | None = None) -> dict[str, Any]:
     for episode in result.episodes:
         first = {batch.agent[i]: i for i in reversed(rows[episode["episode_id"]]) if batch.turn[i] == 0}
         tool_text = tokenizer["tool"].decode(batch.completion_ids[first["tool"]], skip_special_tokens=True)
-        tool_plan = _plan(tool_text)
+        tool_plan = _plan(tool_text, parse)
         planner_plan = (_plan(tokenizer["planner"].decode(batch.completion_ids[first["planner"]],
-                                                          skip_special_tokens=True))
+                                                          skip_special_tokens=True), parse)
                         if "planner" in first else None)
         tool_right = batch.reward_terms[first["tool"]].get("plan", 0.0) >= 1.0
         success = bool(episode.get("success"))
@@ -112,6 +112,7 @@ def breakdown(run_dir: Path, step: int | None = None) -> dict[str, Any]:
         counts["lost"] += tool_right and not success
         one_turn = all(batch.turn[i] == 0 for i in rows[episode["episode_id"]])
         counts["rescued_by_own_first_answer"] += success and not tool_right and planner_plan != tool_plan and one_turn
+    env.close()
     return {"run": str(run_dir), "step": step, "env_id": config.env_id, **dict(counts),
             "tool_plan_lengths": {str(k): lengths[k] for k in sorted(lengths)}}
 

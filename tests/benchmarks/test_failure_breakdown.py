@@ -24,11 +24,14 @@ def _load():
 breakdown = _load()
 
 
-def test_plans_are_read_from_tool_programs_and_planner_answers():
-    assert breakdown._plan("```\nprint('Actions: U,R,R')\n```") == ["U", "R", "R"]
-    assert breakdown._plan("Actions: D,L") == ["D", "L"]
-    assert breakdown._plan("```\nprint(1/0)\n```") is None  # not a literal program: not run here
-    assert breakdown._plan("no plan at all") is None
+def test_plans_are_read_from_tool_programs_and_planner_answers_by_the_envs_parser():
+    from teamgym.envs.planning.parsing import parse_moves
+
+    assert breakdown._plan("```\nprint('Actions: U,R,R')\n```", parse_moves) == ["U", "R", "R"]
+    assert breakdown._plan("Actions: D,L", parse_moves) == ["D", "L"]
+    assert breakdown._plan("Actions: UURD", parse_moves) == ["U", "U", "R", "D"]  # as the env reads a run of moves
+    assert breakdown._plan("```\nprint(1/0)\n```", parse_moves) is None  # not a literal program: not run here
+    assert breakdown._plan("no plan at all", parse_moves) is None
 
 
 def test_counts_match_the_runs_own_greedy_evaluation(tmp_path):
