@@ -272,6 +272,15 @@ def warm_starts_of(runs: Iterable[Run], *, runs_dir: Path, protocol: Sequence[st
     return [warm_start_run(env_id, seed, runs_dir=runs_dir, protocol=protocol) for env_id, seed in pairs]
 
 
+def rl_args(flags: Sequence[str], env_id: str, seed: int, *, runs_dir: Path, budget: int, max_steps: int,
+            protocol: Sequence[str]) -> tuple[str, ...]:
+    """The train arguments of one RL run: ``protocol``, ``flags``, then the env, seed, completion budget, step cap,
+    one torch thread, and its (env, seed)'s shared warm start."""
+    return (*protocol, *flags, "--env-id", env_id, "--seed", str(seed), "--completion-budget", str(budget),
+            "--steps", str(max_steps), "--torch-threads", "1", "--warm-start-from",
+            str(warm_start_run(env_id, seed, runs_dir=runs_dir, protocol=protocol).folder))
+
+
 def plan_runs(questions: Iterable[str], envs: Iterable[str], seeds: Iterable[int], *, runs_dir: Path, budget: int,
               max_steps: int, protocol: Sequence[str] = PROTOCOL, methods: Iterable[str] | None = None) -> list[Run]:
     """The runs of the grid that the trainer can run (unsupported methods and envs are left out), each starting from
@@ -286,11 +295,9 @@ def plan_runs(questions: Iterable[str], envs: Iterable[str], seeds: Iterable[int
                 continue
             for env_id in env_ids:
                 for seed in seeds:
-                    args = (*protocol, *env_flags[env_id], *method.flags, "--env-id", env_id, "--seed", str(seed),
-                            "--completion-budget",
-                            str(max(1, round(budget * method.budget_share))), "--steps", str(max_steps),
-                            "--torch-threads", "1", "--warm-start-from",
-                            str(warm_start_run(env_id, seed, runs_dir=runs_dir, protocol=protocol).folder))
+                    args = rl_args((*env_flags[env_id], *method.flags), env_id, seed, runs_dir=runs_dir,
+                                   budget=max(1, round(budget * method.budget_share)), max_steps=max_steps,
+                                   protocol=protocol)
                     runs.append(Run(key, method.name, env_id, seed, run_folder(runs_dir, key, method.name, env_id,
                                                                                seed), args))
     return runs
@@ -303,9 +310,8 @@ def lr_runs(env_id: str, learning_rates: Sequence[str], seeds: Sequence[int], *,
     for lr in learning_rates:
         method = f"{BASELINE}_lr_{lr}"
         for seed in seeds:
-            args = (*protocol, "--algo", BASELINE, "--ppo-lr", lr, "--env-id", env_id, "--seed", str(seed),
-                    "--completion-budget", str(budget), "--steps", str(max_steps), "--torch-threads", "1",
-                    "--warm-start-from", str(warm_start_run(env_id, seed, runs_dir=runs_dir, protocol=protocol).folder))
+            args = rl_args(("--algo", BASELINE, "--ppo-lr", lr), env_id, seed, runs_dir=runs_dir, budget=budget,
+                           max_steps=max_steps, protocol=protocol)
             runs.append(Run(CHOOSE_LR, method, env_id, seed, run_folder(runs_dir, CHOOSE_LR, method, env_id, seed),
                             args))
     return runs
@@ -316,10 +322,10 @@ def lr_table(runs: Sequence[Run]) -> tuple[list[str], str | None]:
     greedy success after RL (None until every run has a result)."""
     rows: dict[str, dict[int, dict[str, Any]]] = {}
     for run in runs:
+        by_seed = rows.setdefault(run.method.rsplit("_", 1)[1], {})
         result = read_result(run.folder)
-        rows.setdefault(run.method.rsplit("_", 1)[1], {})
         if result is not None:
-            rows[run.method.rsplit("_", 1)[1]][run.seed] = result
+            by_seed[run.seed] = result
     seeds = sorted({run.seed for run in runs})
     lines = ["| learning rate | greedy after RL per seed, % | greedy after RL, % [95% CI] | RL gain, points [95% CI] "
              "| sampled after RL, % |", "|---|---|---:|---:|---:|"]
