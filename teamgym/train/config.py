@@ -34,6 +34,7 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number, closest_names
 from teamgym.rollout.settings import TreeSampling, VLLMSettings
+from teamgym.train.kernels import CPU_KERNELS
 from teamgym.train.sections import CriticConfig, PPOConfig, PRMConfig, SamplingConfig
 
 __all__ = ["ALGO_RECIPES", "LEGACY_NAMES", "SamplingConfig", "TrainConfig", "WARM_START_FIELDS", "field_docs",
@@ -165,6 +166,10 @@ class TrainConfig:
             model per step. Worth it where generation is batched by the engine anyway (vLLM) or the env is slow
             (sandbox runs); a CPU model that needs large batches loses more than it gains (docs/benchmarks.md).
         torch_threads: intra-op threads of torch (0 = torch's default); 1 is fastest for the tiny model on shared cores.
+        cpu_kernels: ``avx2`` (default) pins torch's and MKL's CPU kernels to AVX2, so that hosts whose CPUs differ
+            (AVX2 only or AVX-512, Intel or AMD) compute the same floats and a run gives the same numbers on each;
+            ``native`` lets torch use the widest the CPU has (a few percent faster). Process-wide: it takes effect
+            where torch has not run a CPU operation yet (``teamgym.train.kernels``).
         tensorboard: also log to TensorBoard (needs the ``tensorboard`` package).
         wandb: also log to Weights & Biases (needs ``wandb``; offline unless you log in).
         progress_bar: show a tqdm bar.
@@ -219,6 +224,7 @@ class TrainConfig:
     env_backend: str = "local"
     rollout_waves: int = 1
     torch_threads: int = 1
+    cpu_kernels: str = "avx2"
     tensorboard: bool = False
     wandb: bool = False
     progress_bar: bool = True
@@ -249,6 +255,7 @@ class TrainConfig:
         check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))
         check_choice("sft_schedule", self.sft_schedule, ("cosine", "constant"))
         check_choice("env_backend", self.env_backend, ("local", "ray"))
+        check_choice("cpu_kernels", self.cpu_kernels, CPU_KERNELS)
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
             raise InvalidArgumentError(f"config field device={self.device!r}: expected 'cpu' or 'cuda' (or 'cuda:N')")
         if self.model != "tiny" and not Path(self.model).exists():

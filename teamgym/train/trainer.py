@@ -50,6 +50,7 @@ from teamgym.train.columns import usable_rows
 from teamgym.train.config import TrainConfig, warm_start_differences
 from teamgym.train.estimators import estimate, make_estimator, spec_for
 from teamgym.train.evaluation import TaskSplit, evaluate
+from teamgym.train.kernels import cpu_capability, pin_cpu_kernels
 from teamgym.train.metrics import MetricsLogger, plot_learning_curves, read_metrics, step_metrics
 from teamgym.train.policies import build_optimizers, build_policies, warm_start_policies
 from teamgym.train.presets import get_preset
@@ -75,6 +76,7 @@ class Trainer:
     def __init__(self, config: TrainConfig, *, resume: bool = False):
         self.config = config
         self.resume = resume
+        pin_cpu_kernels(config.cpu_kernels)  # before torch's first CPU operation: the same floats on every host
         self.output_dir = Path(config.output_dir)  # created when the run starts writing: a refused run leaves none
         _check_device(config.device)
         check_run_dir(self.output_dir, resume=resume)
@@ -543,8 +545,8 @@ def sft_lr_factor(step: int, total: int, schedule: str) -> float:
 
 def host_versions() -> dict[str, str]:
     """What a run's numbers depend on besides its config: the versions of Python, torch, transformers and teamgym,
-    torch's threads and the CPU model (float rounding differs between CPU kernels, and a tiny model's warm start
-    with it)."""
+    torch's threads, the CPU model and the CPU kernels torch ran (float rounding differs between CPU kernels, and a
+    tiny model's warm start with it: :mod:`teamgym.train.kernels`)."""
     import platform
 
     import teamgym
@@ -556,14 +558,23 @@ def host_versions() -> dict[str, str]:
     except ImportError:
         transformers_version = ""
     cpu = platform.processor() or platform.machine()
+    facts: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+            for line in f:
+                key, _, value = line.partition(":")
+                if not key.strip():
+                    break  # the first processor's block is enough
+                facts.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    cpu = facts.get("model name", cpu)
+    if "cpu family" in facts:  # "AMD EPYC" alone names several generations, with different vector units
+        cpu += f" (family {facts['cpu family']}, model {facts.get('model', '?')})"
     return {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers_version,
             "teamgym": teamgym.__version__, "torch_threads": str(torch.get_num_threads()), "cpu": cpu,
-            "cpu_count": str(os.cpu_count())}
+            "cpu_count": str(os.cpu_count()), "cpu_kernels": cpu_capability(),
+            "mkl_cbwr": os.environ.get("MKL_CBWR", "")}
 
 
 def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
