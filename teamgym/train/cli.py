@@ -33,6 +33,7 @@ from teamgym.train.config import (
     normalize_paths,
     read_config_file,
 )
+from teamgym.train.kernels import pin_cpu_kernels
 from teamgym.train.run_dir import check_run_dir
 
 __all__ = ["add_arguments", "config_from_args", "flag_of", "main", "run"]
@@ -127,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         values = _settings(args)
+        # Before anything runs a torch op (the config's estimator check does): the same floats on every host.
+        pin_cpu_kernels(values.get("cpu_kernels", TrainConfig.cpu_kernels))
         output_dir = values.get("output_dir", TrainConfig.output_dir)
         if isinstance(output_dir, str):  # anything else: the config names the bad value
             check_run_dir(output_dir, resume=args.resume)

@@ -105,3 +105,19 @@ def test_the_summary_records_the_kernels_the_run_used(tmp_path, monkeypatch):
     assert host["cpu_kernels"] == torch.backends.cpu.get_cpu_capability()
     assert host["mkl_cbwr"] == "AVX2,STRICT"
     assert host["cpu"]
+
+
+@pytest.mark.skipif(not _has("avx2"), reason="the CPU has no AVX2")
+def test_the_command_line_pins_before_torchs_first_operation(tmp_path):
+    # the default algo (turn_ppo): its config check runs torch ops, which fixed the kernels before a later pin
+    clean = {k: v for k, v in os.environ.items() if k not in PINNED_ENV["avx2"]}
+    path = os.pathsep.join(p for p in (str(ROOT), clean.get("PYTHONPATH", "")) if p)
+    out = subprocess.run(
+        [sys.executable, "-m", "teamgym.train", "--steps", "0", "--n-layer", "1", "--n-embd", "16",
+         "--n-head", "1", "--sft-steps", "2", "--sft-tasks", "2", "--eval-tasks", "2", "--eval-every", "0",
+         "--no-progress-bar", "--no-plot", "--output-dir", str(tmp_path / "r")],
+        env={**clean, "PYTHONPATH": path}, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "teamgym.train.kernels" not in out.stderr  # no warning: the pin came first
+    host = json.loads((tmp_path / "r" / "summary.json").read_text())["host"]
+    assert host["cpu_kernels"] == "AVX2" and host["mkl_cbwr"] == "AVX2,STRICT"
