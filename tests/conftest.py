@@ -5,7 +5,14 @@ from pathlib import Path
 
 import pytest
 
+from teamgym.train.kernels import PINNED_ENV
+
 ROOT = str(Path(__file__).resolve().parents[1])
+
+# torch's and MKL's CPU kernels pinned to AVX2 for the whole session, before any test runs a torch op, as the trainer
+# pins them (teamgym.train.kernels): numbers a test checks come out the same on AVX2 and AVX-512 hosts.
+for _name, _value in PINNED_ENV["avx2"].items():
+    os.environ.setdefault(_name, _value)
 
 
 def pytest_collection_modifyitems(config, items):
