@@ -711,6 +711,32 @@ def question_section(q: Question, all_cells: dict[tuple[str, str, str], Cell], *
     return lines
 
 
+def host_of(result: dict[str, Any]) -> str:
+    """The machine a run ran on, as its ``summary.json`` records it: the CPU and the kernels torch ran."""
+    host = (result.get("summary") or {}).get("host") or {}
+    kernels = host.get("cpu_kernels")
+    return f"{host.get('cpu', 'CPU not recorded')}, " + (f"{kernels} kernels" if kernels else "kernels not recorded")
+
+
+def hosts_section(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Where the runs ran, when on more than one machine: wall seconds compare only within one."""
+    by_host: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        by_host.setdefault(host_of(result), []).append(result)
+    if len(by_host) < 2:
+        return []
+    parts = []
+    for host, rows in sorted(by_host.items()):
+        envs = sorted({r["env_id"] for r in rows})
+        parts.append(f"{host}: {len(rows)} run{'s' if len(rows) != 1 else ''} ({', '.join(envs)})")
+    return ["Hosts: " + "; ".join(parts) + ". Held-out success and completions do not depend on the host where its "
+            "CPU kernels are the same (the trainer pins them to AVX2, docs/training.md, \"Same numbers on every "
+            "host\"; the runs that do not record their kernels ran on an older host whose torch chose AVX2 ones: the "
+            "five sokoban-v1 warm starts, rerun pinned on the newer host, gave their recorded numbers to the digit), "
+            "but **wall seconds compare only between runs of one host**: a cell whose runs ran on another machine "
+            "than its `at_grpo` row's is faster or slower for that reason alone.", ""]
+
+
 def warm_start_section(all_cells: dict[tuple[str, str, str], Cell], *, envs: Sequence[str],
                        seeds: Sequence[int]) -> list[str]:
     """The warm starts' table: per env, held-out success after SFT per seed, its mean and interval, and its cost."""
@@ -801,6 +827,7 @@ def write_report(runs_dir: Path, results_path: Path, *, keys: Sequence[str] = QU
     else:
         lines += [f"{len(results)} runs found under `{runs_dir}` (their `result.json` files; a table's command skips "
                   "the runs whose result is there, so pass another `--runs-dir` to run them again from scratch).", ""]
+        lines += hosts_section(results)
         idle = [env_id for env_id in envs if not any(r["env_id"] == env_id for r in results)]
         if idle:
             lines += [f"**No run yet on {', '.join(idle)}**: their rows below are empty.", ""]

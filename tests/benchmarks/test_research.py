@@ -395,3 +395,14 @@ def test_choose_lr_names_no_rate_until_every_run_has_a_result(tmp_path):
         _write(tmp_path, {**_result(research.CHOOSE_LR, run.method, run.seed, 0.5, env="sokoban-v1")})
     lines, best = research.lr_table(runs)
     assert best is None and any(line.startswith("| 3e-5 | 0: 50.0 |") for line in lines)
+
+
+def test_the_report_names_the_hosts_when_runs_ran_on_several():
+    old = {"env_id": "sokoban-v1", "summary": {"host": {"cpu": "AMD EPYC"}}}
+    new = {"env_id": "plan_path-v0", "summary": {"host": {"cpu": "AMD EPYC (family 26, model 2)",
+                                                          "cpu_kernels": "AVX2"}}}
+    assert research.hosts_section([old, old]) == []  # one machine: nothing to say
+    text = "\n".join(research.hosts_section([old, new, new]))
+    assert "AMD EPYC (family 26, model 2), AVX2 kernels: 2 runs (plan_path-v0)" in text
+    assert "AMD EPYC, kernels not recorded: 1 run (sokoban-v1)" in text
+    assert "wall seconds compare only between runs of one host" in text
