@@ -33,7 +33,7 @@ from teamgym.train.config import (
     normalize_paths,
     read_config_file,
 )
-from teamgym.train.kernels import pin_cpu_kernels
+from teamgym.train.kernels import set_kernel_env
 from teamgym.train.run_dir import check_run_dir
 
 __all__ = ["add_arguments", "config_from_args", "flag_of", "main", "run"]
@@ -128,8 +128,9 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         values = _settings(args)
-        # Before anything runs a torch op (the config's estimator check does): the same floats on every host.
-        pin_cpu_kernels(values.get("cpu_kernels", TrainConfig.cpu_kernels))
+        # Before anything runs a torch op (the config's estimator check does): the same floats on every host. Only
+        # the environment here: torch is imported after the checks, and the trainer confirms the kernels it runs.
+        set_kernel_env(values.get("cpu_kernels", TrainConfig.cpu_kernels))
         output_dir = values.get("output_dir", TrainConfig.output_dir)
         if isinstance(output_dir, str):  # anything else: the config names the bad value
             check_run_dir(output_dir, resume=args.resume)

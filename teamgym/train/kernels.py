@@ -22,7 +22,7 @@ import os
 
 from teamgym.errors import check_choice
 
-__all__ = ["CPU_KERNELS", "PINNED_ENV", "cpu_capability", "pin_cpu_kernels"]
+__all__ = ["CPU_KERNELS", "PINNED_ENV", "cpu_capability", "pin_cpu_kernels", "set_kernel_env"]
 
 logger = logging.getLogger(__name__)
 _warned: set[tuple[str, str]] = set()  # (wanted, used) pairs already warned about in this process
@@ -45,15 +45,21 @@ def cpu_capability() -> str:
     return torch.backends.cpu.get_cpu_capability()
 
 
+def set_kernel_env(choice: str = "avx2") -> None:
+    """Set the variables that pin ``choice`` (those the user has set already stay), without importing torch: what a
+    command line does first, before its checks import torch (:func:`pin_cpu_kernels` then confirms the pin)."""
+    check_choice("cpu_kernels", choice, CPU_KERNELS)
+    for name, value in PINNED_ENV[choice].items():
+        os.environ.setdefault(name, value)
+
+
 def pin_cpu_kernels(choice: str = "avx2") -> str:
     """Pin torch's and MKL's CPU kernels to ``choice`` (see the module docstring) and return the kernels torch runs.
 
     A variable the user has set already is kept (their choice wins). Where torch has already chosen other kernels in
     this process, or the CPU has no AVX2, the kernels stay what they are and a warning names them.
     """
-    check_choice("cpu_kernels", choice, CPU_KERNELS)
-    for name, value in PINNED_ENV[choice].items():
-        os.environ.setdefault(name, value)
+    set_kernel_env(choice)
     used = cpu_capability()
     wanted = os.environ.get("ATEN_CPU_CAPABILITY", "").upper()
     if choice != "native" and wanted and used != wanted and (wanted, used) not in _warned:
