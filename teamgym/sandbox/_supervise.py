@@ -14,6 +14,9 @@ _READ = 65536
 #: Seconds a job's processes may take to come up (the jail's READY byte) before the job is an infrastructure error.
 #: The job's own clock starts only when every process is ready: an overloaded host delays the jail, not the job.
 SETUP_SECONDS = 5.0
+#: Seconds a program served by the server's calls has to exit once they are over (it sees their channel close and
+#: returns); past it, it is killed as done: a top level that never ends costs one test's budget, not the job's.
+DONE_GRACE = 0.25
 
 
 class Proc:
@@ -67,6 +70,7 @@ def supervise(procs: list[Proc], timeout: float, caller: _caller.Caller | None =
     open_fds = set(owner)
     started = False
     deadline = time.monotonic() + SETUP_SECONDS
+    done_by = float("inf")  # when the caller's calls are over: the program's time to exit (DONE_GRACE)
     while True:
         now = time.monotonic()
         if not started and all(p.ready for p in procs):
@@ -85,6 +89,7 @@ def supervise(procs: list[Proc], timeout: float, caller: _caller.Caller | None =
                     poller.unregister(fd)
                 polled.clear()
                 caller.close()
+                done_by = now + DONE_GRACE
             elif bool(caller.outbox) != (caller.send_fd in polled):
                 if caller.outbox:
                     poller.register(caller.send_fd, select.POLLOUT)
@@ -92,6 +97,11 @@ def supervise(procs: list[Proc], timeout: float, caller: _caller.Caller | None =
                 else:
                     poller.unregister(caller.send_fd)
                     polled.discard(caller.send_fd)
+        if now >= done_by:
+            for proc in procs:
+                if proc.status is None:
+                    proc.kill("done")
+            done_by = float("inf")
         if primary.status is not None:
             for proc in procs:
                 if proc is not primary and proc.status is None:
@@ -103,7 +113,7 @@ def supervise(procs: list[Proc], timeout: float, caller: _caller.Caller | None =
             end = max(p.grace_end for p in procs)
             if not live_pipes or now >= end:
                 return
-        waits = [deadline] + [p.grace_end for p in procs if p.grace_end is not None]
+        waits = [deadline, done_by] + [p.grace_end for p in procs if p.grace_end is not None]
         if caller is not None and not caller.closed:
             waits.append(caller.deadline)
         timeout_ms = max(0.0, min(waits) - now) * 1000 + 1

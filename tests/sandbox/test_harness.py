@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -299,3 +301,16 @@ def test_direct_calls_and_the_judge_agree(box: Sandbox, name: str) -> None:
     assert [(v.passed, v.status) for v in first] == [(v.passed, v.status) for v in second]
     assert [v.actual for v in first] == [v.actual for v in second]
     assert not any(v.infra_error for v in first + second)
+
+
+@pytest.mark.parametrize("calls", [True, False], ids=["literal_calls", "judged"])
+def test_a_top_level_that_never_ends_costs_one_timeout(box: Sandbox, calls: bool) -> None:
+    """A program whose top level never finishes costs one test's timeout, not the job's budget (one timeout per
+    test): served by the server's calls or by a judge, the job ends soon after the top level's budget."""
+    tests = [f"assert f({i}) == {i}" if calls else f"assert (f({i}), 0)[0] == {i}" for i in range(9)]
+    start = time.monotonic()
+    verdicts = run_tests("while True:\n    pass\n", tests, kind="assert", entry_point="f", timeout=0.5, sandbox=box)
+    took = time.monotonic() - start
+    assert [v.status for v in verdicts] == ["timeout"] * 9, verdicts
+    assert not any(v.infra_error for v in verdicts)
+    assert took < 2.5, f"{took:.1f} s: the job ran to its budget ({0.5 * 10:g} s) instead of one timeout"
