@@ -304,6 +304,12 @@ class TrainConfig:
                 f"config field ppo.role_lr={self.ppo.role_lr!r} needs one model or adapter per role: set "
                 "shared_model=False (--no-shared-model) or role_adapters=True"
             )
+        if self.ppo.agent_iteration_interval and self.shared_model and not self.role_adapters:
+            raise InvalidArgumentError(
+                f"config field ppo.agent_iteration_interval={self.ppo.agent_iteration_interval} trains one role at a "
+                "time and needs one model or adapter per role: set shared_model=False (--no-shared-model) or "
+                "role_adapters=True, or leave it 0"
+            )
 
     def _check_knobs(self) -> None:
         """The estimators' numeric knobs, whichever estimator runs."""

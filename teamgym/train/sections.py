@@ -88,6 +88,11 @@ class PPOConfig:
         max_grad_norm: gradient clipping norm (also of the SFT warm start).
         drop_zero_variance: DAPO dynamic sampling: drop tree nodes whose rewards are all equal (they carry no
             gradient); tree rollouts only.
+        agent_iteration_interval: 0 (default): every role's model steps on every update. N > 0: agent-by-agent
+            training (MARFT's ``agent_iteration_interval``): RL step t updates only the model of role
+            ``roles[(t // N) % len(roles)]`` (the env's ``possible_agents`` order), the others stay frozen, so each
+            role learns against partners that hold still for N steps. Needs a model per role (``role_adapters`` or
+            ``shared_model=False``); a learned critic still trains every step.
     """
 
     lr: float = 1e-4
@@ -105,9 +110,11 @@ class PPOConfig:
     entropy_coef: float = 0.0
     max_grad_norm: float = 1.0
     drop_zero_variance: bool = False
+    agent_iteration_interval: int = 0
 
     def __post_init__(self) -> None:
         check_int("ppo.micro_batch_size", self.micro_batch_size, 1)
+        check_int("ppo.agent_iteration_interval", self.agent_iteration_interval, 0)
         check_int("ppo.epochs", self.epochs, 1)
         for name in ("lr", "max_grad_norm"):
             check_number(f"ppo.{name}", getattr(self, name), low=0.0, inclusive=False)

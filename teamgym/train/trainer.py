@@ -408,10 +408,14 @@ class Trainer:
             train_batch, advantages = train_batch.select(keep), advantages[keep]
         update_tic = time.perf_counter()
         stats = None
+        models = None
+        if c.ppo.agent_iteration_interval:  # agent-by-agent: one role's model per RL step (MARFT)
+            role = self.roles[(self.step // c.ppo.agent_iteration_interval) % len(self.roles)]
+            models = {self.policies[role].name}
         for _ in range(c.ppo.epochs):
             stats = policy_update(train_batch, advantages, self.policies, self.optimizers, ppo=c.ppo,
                                   temperature=c.sampling.temperature, norm_length=self.max_tokens,
-                                  reference=self.reference)
+                                  reference=self.reference, models=models)
         self.samplers.sync(base=False)  # an update moves per-role adapters only, never their shared base
         update_seconds = time.perf_counter() - update_tic
         row = step_metrics(self.step + 1, result, advantages, stats, rollout=self.rollout_mode, gamma=c.gamma,

@@ -15,7 +15,7 @@ changed the gradient with ``micro_batch_size``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -59,7 +59,8 @@ def pad_logprobs(logprobs: Sequence[Sequence[float]], width: int) -> torch.Tenso
 
 def policy_update(batch: AgentTurnBatch, advantages: torch.Tensor, policies: Mapping[str, HFPolicy],
                   optimizers: Mapping[str, torch.optim.Optimizer], *, ppo: PPOConfig, temperature: float,
-                  norm_length: int, reference: ReferencePolicies | None = None) -> UpdateStats:
+                  norm_length: int, reference: ReferencePolicies | None = None,
+                  models: Collection[str] | None = None) -> UpdateStats:
     """One epoch of PPO-clip over ``batch`` (rows with empty completions carry no tokens and are skipped).
 
     Args:
@@ -71,13 +72,15 @@ def policy_update(batch: AgentTurnBatch, advantages: torch.Tensor, policies: Map
         temperature: the sampling temperature (the rollout logprobs were taken at it).
         norm_length: the constant divisor of ``seq-mean-token-sum-norm`` (the completion budget in tokens).
         reference: the reference policies (needed when ``ppo.kl_reference="reference"``).
+        models: the names of the models to update (``ppo.agent_iteration_interval``: one role's); the rows of the
+            others are left out and their optimizers do not step. None: every model.
     """
     if ppo.kl_reference == "reference" and reference is None:
         raise InvalidArgumentError("ppo.kl_reference='reference' needs the reference policies: pass reference=...")
     stats = UpdateStats(kl_reference=0.0 if ppo.kl_reference == "reference" else None)
     by_model: dict[str, list[int]] = {}
     for i, agent in enumerate(batch.agent):
-        if batch.completion_ids[i]:
+        if batch.completion_ids[i] and (models is None or policies[agent].name in models):
             by_model.setdefault(policies[agent].name, []).append(i)
     total_tokens = sum(len(batch.completion_ids[i]) for rows in by_model.values() for i in rows)
     for name, rows in by_model.items():

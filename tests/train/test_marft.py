@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import teamgym
 from teamgym.algos import ppo_clip_loss
 from teamgym.errors import InvalidArgumentError
 from teamgym.train import TrainConfig, train
@@ -142,3 +143,28 @@ def test_two_steps_then_resume_restore_the_adapters_and_the_critic_exactly(tmp_p
     rows_full, rows_resumed = read_metrics(full.output_dir), read_metrics(resumed.output_dir)
     for key in ("advantage/mean", "critic/loss", "loss", "clip_fraction"):
         assert [r[key] for r in rows_full] == [r[key] for r in rows_resumed], key
+
+
+def test_agent_by_agent_training_steps_one_roles_adapter_at_a_time(tmp_path):
+    """``ppo.agent_iteration_interval = 1``: RL step t updates roles[t % len(roles)] only (MARFT's agent-by-agent
+    training); the other roles' adapters and optimizers do not move, while the critic trains every step."""
+    from teamgym.train.checkpoint import load_checkpoint
+
+    config = tiny(tmp_path, "run", algo="marft", steps=3, lora_rank=2, **{"ppo.agent_iteration_interval": 1})
+    train(config)
+    roles = list(teamgym.make(config.env_id, **config.env_kwargs).possible_agents)
+    before, after = load_checkpoint(config.output_dir, 2), load_checkpoint(config.output_dir, 3)
+    trained = roles[2 % len(roles)]  # step index 2 (the third step) is roles[2]'s
+    assert not _equal(before["models"][trained], after["models"][trained])
+    for role in roles:
+        if role != trained:
+            assert _equal(before["models"][role], after["models"][role]), role
+            assert _equal(before["optimizers"][role], after["optimizers"][role]), role
+    assert not _equal(before["estimator"], after["estimator"])  # the critic learns on every step
+
+
+def test_agent_by_agent_training_needs_a_model_per_role():
+    with pytest.raises(InvalidArgumentError, match=r"agent_iteration_interval=5 trains one role at a time.*role_adapt"):
+        TrainConfig.from_dict({"algo": "turn_ppo", "ppo.agent_iteration_interval": 5})
+    with pytest.raises(InvalidArgumentError, match=r"ppo.agent_iteration_interval=-1: expected an int >= 0"):
+        TrainConfig.from_dict({"algo": "marft", "ppo.agent_iteration_interval": -1})
