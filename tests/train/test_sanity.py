@@ -46,10 +46,19 @@ def test_at_grpo_learns_the_bandit_from_random_init():
 #: unexpected pass. ``marft`` on the relay: with one adapter per role on a random base and a trajectory rollout, the
 #: listener settles on one or two answers before the speaker has learned the cues, and never samples the others
 #: again (75% / 75%; ``grpo`` and ``turn_ppo`` with ``role_adapters=True`` end at 25% too, ``at_grpo``'s tree passes).
+#: Agent-by-agent training (its case's settings) passes on 3 of 6 seed and kernel runs, not on seed 0 with AVX2.
 NOT_YET_LEARNING: dict[tuple[str, str], str] = {
-    ("sanity_relay-v0", "marft"): "separate adapters on a random base: the listener collapses before the speaker "
-                                  "learns (open finding, docs/training.md)",
+    ("sanity_relay-v0", "marft"): "separate adapters on a random base: speaker and listener settle on a protocol "
+                                  "with a cue wrong in half the runs, even agent by agent (open finding, "
+                                  "docs/training.md)",
 }
+
+
+def test_a_case_can_state_its_own_steps_and_settings(tmp_path):
+    config = sanity.sanity_config("sanity_relay-v0", "marft", output_dir=str(tmp_path))
+    assert config.steps == 1800 and config.ppo.agent_iteration_interval == 100 and config.role_adapters
+    assert sanity.sanity_config("sanity_relay-v0", "grpo", output_dir=str(tmp_path)).steps == 600
+    assert sanity.sanity_config("sanity_relay-v0", "marft", output_dir=str(tmp_path), steps=7).steps == 7
 
 
 def _grid():
