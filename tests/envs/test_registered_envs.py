@@ -1,7 +1,7 @@
 """Every registered env passes the full conformance suite (new envs are checked automatically).
 
-This is each env's check with its defaults in the default run; the env's own test file adds only the checks of its
-variants (options other than the defaults), slow-marked."""
+This is each env's check with its defaults in the default run; the envs' own test files keep only slow-marked full
+checks (with their defaults, shorter timeouts or other options)."""
 
 from __future__ import annotations
 

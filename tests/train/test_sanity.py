@@ -48,9 +48,8 @@ def test_at_grpo_learns_the_bandit_from_random_init():
 #: again (75% / 75%; ``grpo`` and ``turn_ppo`` with ``role_adapters=True`` end at 25% too, ``at_grpo``'s tree passes).
 #: Agent-by-agent training (its case's settings) passes on 3 of 6 seed and kernel runs, not on seed 0 with AVX2.
 NOT_YET_LEARNING: dict[tuple[str, str], str] = {
-    ("sanity_relay-v0", "marft"): "separate adapters on a random base: speaker and listener settle on a protocol "
-                                  "with a cue wrong in half the runs, even agent by agent (open finding, "
-                                  "docs/training.md)",
+    ("sanity_relay-v0", "marft"): "separate adapters on a random base: half the runs end with a cue wrong, even "
+                                  "agent by agent (open finding, docs/training.md)",
 }
 
 
