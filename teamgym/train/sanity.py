@@ -23,8 +23,8 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["ADAPTER_SETTINGS", "GREEDY_THRESHOLD", "SAMPLED_THRESHOLD", "SANITY_ENVS", "SANITY_OVERRIDES",
-           "SANITY_STEPS", "SanityResult", "run_sanity", "sanity_config"]
+__all__ = ["ADAPTER_SETTINGS", "ESTIMATOR_SETTINGS", "GREEDY_THRESHOLD", "SAMPLED_THRESHOLD", "SANITY_ENVS",
+           "SANITY_OVERRIDES", "SANITY_STEPS", "SanityResult", "run_sanity", "sanity_config"]
 
 #: The sanity envs, in the order the suite runs them.
 SANITY_ENVS = ("sanity_bandit-v0", "sanity_relay-v0", "sanity_two_turn-v0")
@@ -57,6 +57,15 @@ SANITY_SETTINGS: dict[str, Any] = {
 #: and starts at zero).
 ADAPTER_SETTINGS: dict[str, Any] = {"ppo.lr": 1e-3}
 
+#: Settings of single estimators on every sanity env, on top of ``SANITY_SETTINGS`` and ``ADAPTER_SETTINGS``.
+#: ``marft`` without whitened advantages: the sanity envs' rewards are deterministic, so once the critic has learned
+#: them (explained variance 0.95) what is left of the advantages is the critic's error (a standard deviation of
+#: 0.06 on the relay, seed 1); whitening scales that noise back to 1, and the updates it drives sharpen the answer
+#: of whichever cue is wrong at the time until it is never sampled again (``marft`` on ``sanity_bandit-v0``, seed 2:
+#: 75 / 76.5 whitened, 100 / 98.5 not). ``turn_ppo`` has the same critic and passes whitened (a full fine-tune of
+#: one shared model), so only ``marft`` drops it.
+ESTIMATOR_SETTINGS: dict[str, dict[str, Any]] = {"marft": {"critic.whiten": False}}
+
 
 #: Settings of single (env, estimator) cases, on top of ``SANITY_SETTINGS``. The SPO trackers' default signal is the
 #: episode's success, shared by speaker and listener: on ``sanity_relay-v0`` neither can then tell its own part, and
@@ -66,13 +75,16 @@ ADAPTER_SETTINGS: dict[str, Any] = {"ppo.lr": 1e-3}
 #: trains one adapter per role on a random base: trained together, the listener settles on one or two answers before
 #: the speaker has learned the cues and never samples the others again (50-75% at 600-1800 steps). MARFT's
 #: agent-by-agent training (``ppo.agent_iteration_interval``: 100 steps of the speaker, then 100 of the listener,
-#: and so on) lets each learn against a partner that holds still and passes in half the runs (docs/training.md: an
-#: open finding); it needs more steps (a key ``steps`` here is the case's step count, in place of
-#: ``SANITY_STEPS``), since each role trains one step in two.
+#: and so on) lets each learn against a partner that holds still; it needs more steps (a key ``steps`` here is the
+#: case's step count, in place of ``SANITY_STEPS``), since each role trains one step in two. An entropy bonus of
+#: 0.05 instead of MARFT's 0.01 keeps each role sampling other answers while its partner is still wrong; without it
+#: one role or the other settled on a wrong answer for one cue for good on 2 of seeds 0-3. With both (and ``marft``'s
+#: unwhitened advantages, ``ESTIMATOR_SETTINGS``) seeds 0-4 pass and seed 5 ends with one cue wrong
+#: (docs/training.md).
 SANITY_OVERRIDES: dict[tuple[str, str], dict[str, Any]] = {
     ("sanity_relay-v0", "spo"): {"spo_reward": "mixed"},
     ("sanity_relay-v0", "spo_per_agent"): {"spo_reward": "mixed"},
-    ("sanity_relay-v0", "marft"): {"ppo.agent_iteration_interval": 100, "steps": 1800},
+    ("sanity_relay-v0", "marft"): {"ppo.agent_iteration_interval": 100, "ppo.entropy_coef": 0.05, "steps": 1800},
 }
 
 
@@ -95,7 +107,8 @@ class SanityResult:
 def sanity_config(env_id: str, algo: str, *, output_dir: str, seed: int = 0, steps: int | None = None,
                   **overrides: Any) -> Any:
     """The ``TrainConfig`` of one sanity run: ``SANITY_SETTINGS``, ``ADAPTER_SETTINGS`` when it trains per-role
-    adapters, the case's ``SANITY_OVERRIDES`` and ``overrides`` (more field paths, e.g. ``{"ppo.lr": 1e-4}``)."""
+    adapters, the estimator's ``ESTIMATOR_SETTINGS``, the case's ``SANITY_OVERRIDES`` and ``overrides`` (more field
+    paths, e.g. ``{"ppo.lr": 1e-4}``)."""
     from teamgym.train.config import TrainConfig
     from teamgym.train.estimators import spec_for
 
@@ -104,8 +117,9 @@ def sanity_config(env_id: str, algo: str, *, output_dir: str, seed: int = 0, ste
     adapters = ADAPTER_SETTINGS if overrides.get("role_adapters", spec_for(algo).role_adapters) else {}
     case = dict(SANITY_OVERRIDES.get((env_id, algo), {}))
     case_steps = case.pop("steps", SANITY_STEPS[env_id])
-    fields = {**SANITY_SETTINGS, **adapters, **case, "env_id": env_id, "algo": algo, "seed": seed,
-              "output_dir": output_dir, "steps": steps if steps is not None else case_steps, **overrides}
+    fields = {**SANITY_SETTINGS, **adapters, **ESTIMATOR_SETTINGS.get(algo, {}), **case, "env_id": env_id,
+              "algo": algo, "seed": seed, "output_dir": output_dir,
+              "steps": steps if steps is not None else case_steps, **overrides}
     return TrainConfig.from_dict(fields)
 
 
