@@ -79,8 +79,7 @@ ESTIMATOR_SETTINGS: dict[str, dict[str, Any]] = {"marft": {"critic.whiten": Fals
 #: case's step count, in place of ``SANITY_STEPS``), since each role trains one step in two. An entropy bonus of
 #: 0.05 instead of MARFT's 0.01 keeps each role sampling other answers while its partner is still wrong; without it
 #: one role or the other settled on a wrong answer for one cue for good on 2 of seeds 0-3. With both (and ``marft``'s
-#: unwhitened advantages, ``ESTIMATOR_SETTINGS``) seeds 0-4 pass and seed 5 ends with one cue wrong
-#: (docs/training.md).
+#: unwhitened advantages, ``ESTIMATOR_SETTINGS``) seeds 0-7 pass (docs/training.md).
 SANITY_OVERRIDES: dict[tuple[str, str], dict[str, Any]] = {
     ("sanity_relay-v0", "spo"): {"spo_reward": "mixed"},
     ("sanity_relay-v0", "spo_per_agent"): {"spo_reward": "mixed"},

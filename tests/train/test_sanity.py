@@ -44,8 +44,7 @@ def test_at_grpo_learns_the_bandit_from_random_init():
 #: Cases that do not reach the thresholds in the stated steps (``python -m teamgym.train.sanity``; the table is in
 #: docs/training.md): open findings, not settled behaviour, marked as expected failures so that a fix shows as an
 #: unexpected pass. None at present: ``marft`` on the relay, the last one, passes with agent-by-agent training, an
-#: entropy bonus of 0.05 and unwhitened advantages (its settings; seed 5 still ends with a cue wrong,
-#: docs/training.md).
+#: entropy bonus of 0.05 and unwhitened advantages (its settings; seeds 0-7 pass, docs/training.md).
 NOT_YET_LEARNING: dict[tuple[str, str], str] = {}
 
 
