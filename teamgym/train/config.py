@@ -82,6 +82,12 @@ class TrainConfig:
             algo's need: for the SPO trackers, which keep a baseline per task, ``round(tasks_per_step / (1 -
             spo_rho))`` (64 by default: a task comes back about once per tracker memory ``1 / (1 - rho)`` steps, as
             SPO revisits a finite prompt set), else 0. The SFT warm start always draws from the whole range.
+        task_replay: the share of each step's tasks re-drawn from the training tasks the run recently failed (every
+            task with an unsuccessful episode in a rollout joins a pool of the newest ``task_replay_size``; a task
+            leaves it once all its episodes succeed), in [0, 1). Replayed tasks concentrate the samples where the
+            policy still fails, and the rest stay fresh draws (:class:`~teamgym.train.evaluation.FailureReplay`).
+            Held-out tasks never enter. 0 (default) = every task a fresh draw.
+        task_replay_size: the most tasks the replay pool holds (newest kept). [default: 64]
         group_size: trajectory rollout: episodes per task (GiGPO's group size G; verl-agent uses 8; default 3, the
             main job's: 8 tasks x 3 episodes, about 97 completions per step there, against 113-133 for AT-GRPO's
             tree at K = 4). ``gigpo``/``team_gigpo`` need >= 2; SPO works with 1 (its one response per prompt).
@@ -187,6 +193,8 @@ class TrainConfig:
     seed: int = 0
     tasks_per_step: int = 8
     task_pool: int | None = None
+    task_replay: float = 0.0
+    task_replay_size: int = 64
     group_size: int = 3
     gamma: float = 0.95
     omega: float = 1.0
@@ -239,7 +247,7 @@ class TrainConfig:
                     "dicts with TrainConfig.from_dict (nested sections, 'section.field' paths or the old flat names)"
                 )
         for name in ("tasks_per_step", "n_layer", "n_embd", "n_head", "sft_batch_size", "sft_tasks",
-                     "checkpoint_every", "keep_checkpoints", "group_size", "rollout_waves"):
+                     "checkpoint_every", "keep_checkpoints", "group_size", "rollout_waves", "task_replay_size"):
             check_int(name, getattr(self, name), 1)
         check_int("steps", self.steps, 0, hint="RL steps, e.g. --steps 80; 0 for the warm start only")
         for name in ("sft_steps", "eval_tasks", "eval_every", "env_workers", "torch_threads", "lora_rank", "seed",
@@ -251,6 +259,11 @@ class TrainConfig:
                   hint="the completions RL may generate, e.g. --completion-budget 2560; 0 for none: RL then runs "
                        "`steps` steps")
         check_number("sft_lr", self.sft_lr, low=0.0, inclusive=False)
+        check_number("task_replay", self.task_replay, low=0.0,
+                     hint="the share of each step's tasks replayed from recent failures, e.g. 0.5; 0 for none")
+        if not self.task_replay < 1:
+            raise InvalidArgumentError(f"config field task_replay={self.task_replay!r}: expected a share in [0, 1) "
+                                       "(some of each step's tasks stay fresh draws), e.g. 0.5; 0 for none")
         _check_alpha(self.alpha)
         check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))
         check_choice("sft_schedule", self.sft_schedule, ("cosine", "constant"))

@@ -2,7 +2,9 @@
 
 Procedural envs train on ids below ``heldout_offset`` and evaluate on ``heldout_offset + i``; a finite dataset holds
 out its last ``eval_tasks`` ids. A run may train on a finite pool of those ids (``task_pool``), fixed by the seed.
-Each step's training tasks are a function of ``(seed, step)`` alone, so a resumed run draws the same ones.
+Each step's fresh training tasks are a function of ``(seed, step)`` alone; with ``task_replay`` a share of them is
+replaced by training tasks the run recently failed (:class:`FailureReplay`, whose pool every checkpoint holds), so a
+resumed run draws the same ones either way.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from teamgym.rollout.hf import HFPolicy
 from teamgym.rollout.samplers import distinct_policies
 from teamgym.rollout.sampling import SamplingParams
 
-__all__ = ["EVAL_CHUNK", "TaskSplit", "evaluate"]
+__all__ = ["EVAL_CHUNK", "FailureReplay", "TaskSplit", "evaluate"]
 
 #: Envs evaluated together in one lockstep rollout.
 EVAL_CHUNK = 50
@@ -71,6 +73,55 @@ class TaskSplit:
         if self.train_ids is not None:
             return [self.train_ids[int(i)] for i in rng.integers(0, len(self.train_ids), count)]
         return [int(t) for t in rng.integers(0, self.heldout_offset, count)]
+
+
+class FailureReplay:
+    """Spend part of each step's rollout on training tasks the policy recently failed.
+
+    After every rollout, :meth:`observe` puts each task with at least one unsuccessful episode at the newest end of
+    a pool of at most ``size`` tasks (the oldest fall out) and takes out each task whose episodes all succeeded;
+    :meth:`draw` replaces the first ``round(share * len(tasks))`` of a step's fresh tasks by distinct tasks from the
+    pool (fewer while the pool is smaller), chosen by ``(seed, step)``. Fresh tasks are unseen, so the gradient
+    keeps generalising; replayed ones concentrate it where the policy still fails (a curriculum that follows the
+    policy: the hard, long-plan tasks once the short ones are learned). Only training ids ever enter the pool.
+
+    Args:
+        share: the share of each step's tasks drawn from the pool, in [0, 1); 0 = off.
+        size: the most tasks the pool holds.
+        seed: the run's seed.
+    """
+
+    def __init__(self, share: float, size: int, seed: int):
+        self.share, self.size, self.seed = share, size, seed
+        self.pool: list[Any] = []
+
+    def draw(self, step: int, tasks: Sequence[Any]) -> list[Any]:
+        """``tasks`` (the step's fresh draws) with the first ones replaced by replayed failures."""
+        count = min(len(self.pool), round(self.share * len(tasks)))
+        if count == 0:
+            return list(tasks)
+        rng = np.random.default_rng([self.seed, step, 2**31 - 3])
+        picked = rng.choice(len(self.pool), count, replace=False)
+        return [self.pool[int(i)] for i in picked] + list(tasks[count:])
+
+    def observe(self, episodes: Sequence[Mapping[str, Any]]) -> None:
+        """Update the pool with a rollout's episodes (each with ``task_id`` and ``success``)."""
+        if self.share == 0:
+            return
+        solved: dict[Any, bool] = {}
+        for episode in episodes:
+            task = episode.get("task_id")
+            solved[task] = solved.get(task, True) and bool(episode.get("success", False))
+        kept = [task for task in self.pool if task not in solved]
+        failed = [task for task, ok in solved.items() if not ok]
+        self.pool = (kept + failed)[-self.size:] if self.size else []
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"pool": list(self.pool)}
+
+    def load_state_dict(self, state: Mapping[str, Any] | None) -> None:
+        """Restore :meth:`state_dict`'s pool (``None``, from a checkpoint written without one: an empty pool)."""
+        self.pool = list(state["pool"]) if state else []
 
 
 def evaluate(engine: RolloutEngine, policies: Mapping[str, HFPolicy], task_ids: Sequence[Any], *, max_tokens: int,

@@ -49,7 +49,7 @@ from teamgym.train.checkpoint import load_checkpoint, load_latest_checkpoint, re
 from teamgym.train.columns import usable_rows
 from teamgym.train.config import TrainConfig, warm_start_differences
 from teamgym.train.estimators import estimate, make_estimator, spec_for
-from teamgym.train.evaluation import TaskSplit, evaluate
+from teamgym.train.evaluation import FailureReplay, TaskSplit, evaluate
 from teamgym.train.kernels import cpu_capability, pin_cpu_kernels
 from teamgym.train.metrics import MetricsLogger, plot_learning_curves, read_metrics, step_metrics
 from teamgym.train.policies import build_optimizers, build_policies, warm_start_policies
@@ -88,6 +88,7 @@ class Trainer:
         self.roles = list(probe.possible_agents)
         self.tasks = TaskSplit(probe.task_ids(), eval_tasks=config.eval_tasks, heldout_offset=config.heldout_offset,
                                seed=config.seed, pool=config.task_pool_size)
+        self.replay = FailureReplay(config.task_replay, config.task_replay_size, seed=config.seed)
         probe.close()
         torch.manual_seed(config.seed)
         random.seed(config.seed)
@@ -151,6 +152,7 @@ class Trainer:
             "engine": self.engine.state_dict(),
             "mixer": self.alpha.state_dict(),
             "estimator": self.estimator.state_dict(),
+            "replay": self.replay.state_dict(),
             "prm": self.prm.state_dict() if self.prm is not None else None,
             "reference": self.reference.state_dict() if self.reference is not None else None,
             "torch_rng": torch.get_rng_state(),
@@ -186,6 +188,7 @@ class Trainer:
         self.alpha.load_state_dict(state.get("mixer"))
         if state.get("estimator"):
             self.estimator.load_state_dict(state["estimator"])
+        self.replay.load_state_dict(state.get("replay"))
         if self.prm is not None and state.get("prm") is not None:
             self.prm.load_state_dict(state["prm"])
         if self.config.ppo.kl_reference == "reference":
@@ -217,8 +220,9 @@ class Trainer:
 
     # ------------------------------------------------------------------ tasks and evaluation
     def task_ids(self, step: int) -> list[Any]:
-        """The training tasks of ``step`` (a function of the seed and the step only)."""
-        return self.tasks.for_step(step, self.config.tasks_per_step)
+        """The training tasks of ``step``: fresh draws fixed by the seed and the step, the first ``task_replay`` share
+        of them replaced by recent failures (:class:`FailureReplay`; none while its pool is empty)."""
+        return self.replay.draw(step, self.tasks.for_step(step, self.config.tasks_per_step))
 
     def evaluate(self, stage: str = "") -> dict[str, float]:
         """Held-out success, one sample per node: greedy (``success``) and sampled at the training temperature.
@@ -390,6 +394,8 @@ class Trainer:
         c = self.config
         tic = time.perf_counter()
         result = self._rollout()
+        replayed = len(self.replay.pool)
+        self.replay.observe(result.episodes)
         batch = result.batch
         usable = usable_rows(batch)
         trained = usable & self._estimator_rows(batch)
@@ -421,6 +427,9 @@ class Trainer:
         row = step_metrics(self.step + 1, result, advantages, stats, rollout=self.rollout_mode, gamma=c.gamma,
                            seconds=time.perf_counter() - tic, update_seconds=update_seconds,
                            dropped=int(usable.numel() - usable.sum()))
+        if c.task_replay:
+            row.update({"replay/tasks": min(replayed, round(c.task_replay * c.tasks_per_step)),
+                        "replay/pool": len(self.replay.pool)})
         row.update({f"alpha/{agent}": value for agent, value in alphas.items()})
         row.update(self.alpha.metrics)  # the correlation mixer's alpha_corr/<agent> and alpha_groups/<agent>
         row.update(getattr(self.estimator, "metrics", {}))  # a learned critic's numbers (turn_ppo)
