@@ -3,15 +3,17 @@
 
     python benchmarks/main_job_seeds.py                       # seeds 0-4, the README's main job (teamgym train)
     python benchmarks/main_job_seeds.py --seeds 0 1 -- --steps 40   # arguments after -- go to teamgym train
+    python benchmarks/main_job_seeds.py --jobs 2                # two seeds at a time (one per core of a 2-core host)
 
-Each seed is one ``python -m teamgym.train --seed N --output-dir DIR/seed_N`` run, one after the other (the runs
-use one torch thread each; running them in parallel on a shared host would change their timings, not their numbers).
+Each seed is one ``python -m teamgym.train --seed N --output-dir DIR/seed_N`` run, one after the other, or ``--jobs``
+at a time (the runs use one torch thread each; running them side by side changes their timings, not their numbers).
 Prints a markdown table, then the host facts every run's ``summary.json`` records.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import subprocess
 import sys
@@ -37,10 +39,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--output-dir", default=None, help="where the runs go (default: a new temp folder)")
+    parser.add_argument("--jobs", type=int, default=1, help="seeds run at a time (default 1)")
     args = parser.parse_args(argv)
     root = Path(args.output_dir or tempfile.mkdtemp(prefix="teamgym-main-job-seeds-"))
-    summaries = []
-    for seed in args.seeds:
+
+    def run(seed: int) -> dict:
         out = root / f"seed_{seed}"
         tic = time.perf_counter()
         cmd = [sys.executable, "-m", "teamgym.train", "--seed", str(seed), "--output-dir", str(out),
@@ -48,11 +51,14 @@ def main() -> int:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         summary = json.loads((out / "summary.json").read_text())
         summary["end_to_end_seconds"] = time.perf_counter() - tic
-        summaries.append(summary)
         print(f"seed {seed}: after SFT {summary['heldout_success_after_sft']:.3f} greedy / "
               f"{summary['heldout_sampled_success_after_sft']:.3f} sampled; after RL "
               f"{summary['heldout_success_after']:.3f} / {summary['heldout_sampled_success_after']:.3f} "
               f"({summary['end_to_end_seconds']:.0f} s)", file=sys.stderr, flush=True)
+        return summary
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        summaries = list(pool.map(run, args.seeds))
     rows = {
         "after the SFT warm start, greedy": [s["heldout_success_after_sft"] for s in summaries],
         "after RL, greedy": [s["heldout_success_after"] for s in summaries],
@@ -72,7 +78,7 @@ def main() -> int:
     times = [s["end_to_end_seconds"] for s in summaries]
     print(f"\nwarm-start spread (greedy, max - min): {100 * spread:.1f} points; RL above the warm start on "
           f"{sum(g > 0 for g in rows['RL gain, greedy (points)'])} of {len(summaries)} seeds; end to end "
-          f"{min(times):.0f}-{max(times):.0f} s per seed")
+          f"{min(times):.0f}-{max(times):.0f} s per seed ({max(1, args.jobs)} at a time)")
     print(f"host: {json.dumps(summaries[0].get('host', {}))}")
     print(f"runs: {root}")
     return 0
