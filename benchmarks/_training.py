@@ -16,10 +16,7 @@ from teamgym.train.metrics import read_metrics
 #: 2026-12-04 (a width-64 model, 300 constant-rate SFT steps on 300 tasks, AT-GRPO), kept so that their tables
 #: reproduce; the defaults since are the steadier warm start and Turn-PPO (docs/training.md, "Results").
 MEASURED_MAIN_JOB: dict[str, Any] = {"n_embd": 64, "n_head": 2, "sft_steps": 300, "sft_tasks": 300,
-                                     "sft_schedule": "constant", "algo": "at_grpo", "group_size": 4,
-                                     "task_replay": 0.0}
-#: The RL steps these comparisons ran (the main job's default was 80 until 2026-12-06, then 400).
-MEASURED_STEPS = 80
+                                     "sft_schedule": "constant", "algo": "at_grpo", "group_size": 4}
 
 
 def run_main_job(overrides: dict[str, Any], seed: int, steps: int, output_dir: Path) -> dict[str, Any]:

@@ -79,8 +79,7 @@ MAX_STEPS = 1_000
 #: docs/training.md, 200 held-out tasks (from id 2,000,000: not the tasks the recipe was chosen on), held-out success
 #: after the warm start and at the end only (an evaluation every 20 of up to 1,000 steps would cost more than the RL).
 PROTOCOL = ("--n-embd", "128", "--n-head", "4", "--sft-tasks", "3000", "--sft-steps", "1000", "--sft-schedule",
-            "cosine", "--eval-tasks", "200", "--heldout-offset", "2000000", "--eval-every", "0", "--no-progress-bar",
-            "--task-replay", "0")
+            "cosine", "--eval-tasks", "200", "--heldout-offset", "2000000", "--eval-every", "0", "--no-progress-bar")
 #: ``--quick``: a tiny model and warm start, 4 held-out tasks, a few RL steps (CI checks the plumbing, not results).
 QUICK_PROTOCOL = ("--n-layer", "1", "--n-embd", "16", "--n-head", "1", "--sft-tasks", "8", "--sft-steps", "3",
                   "--eval-tasks", "4", "--eval-every", "0", "--tasks-per-step", "2", "--tree-k", "2", "--no-plot",

@@ -176,3 +176,26 @@ def test_tool_gets_half_the_progress_of_a_partial_plan_and_pays_for_invalid_move
     assert info["reward_terms"]["plan"] == pytest.approx(0.5 * 2 / base.task.optimal_length)
     assert info["reward_terms"]["invalid"] == pytest.approx(-INVALID_PENALTY)
     assert info["tool_plan"] == {"moves": 3, "invalid": 1, "reaches_goal": False}
+
+
+#: A plan that ignores the grid: a serpentine over a 4x4 board, the same for every task and every turn.
+SWEEP = "Actions: " + ",".join("UUULLLDRRRDLLLDRRRU")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known hole, open: v0 ends a plan as soon as it passes the goal and skips invalid moves, so a fixed sweep "
+    "that never reads the grid solves 61.5% of the main job's held-out tasks (docs/training.md, 'Results'); "
+    "a version where a plan succeeds only by ending on the goal drops it to 7.5%"))
+def test_a_plan_that_ignores_the_grid_does_not_solve_the_task():
+    """The attack: every turn, both agents answer the same serpentine whatever the grid shows."""
+    env = teamgym.make("plan_path-v0", size=4, max_turns=3)
+    solved = 0
+    for i in range(200):
+        env.reset(seed=0, options={"task_id": 1_000_000 + i})  # the main job's held-out tasks
+        while env.agents:
+            agent = env.agent_selection
+            over = env.terminations[agent] or env.truncations[agent]
+            env.step(None if over else "-" if agent == "tool" else SWEEP)
+        solved += bool(env.unwrapped.state.solved)
+    env.close()
+    assert solved / 200 < 0.2
