@@ -15,6 +15,9 @@ register("coder_tester-v0", "teamgym.envs.coder_tester.env:CoderTesterEnv",
          description="A coder and a tester write a solution and unit tests for a coding problem")
 register("plan_path-v0", "teamgym.envs.planning.plan_path:PlanPathEnv",
          description="A tool agent and a planner find a shortest path on a grid with obstacles")
+register("plan_path-v1", "teamgym.envs.planning.plan_path:PlanPathEnv", ends_on_goal=True,
+         description="A tool agent and a planner find a shortest path on a grid with obstacles (a plan must end on "
+                     "the goal)")
 register("sudoku-v0", "teamgym.envs.planning.sudoku:SudokuEnv",
          description="A tool agent and a planner fill a 4x4 or 9x9 sudoku")
 register("sokoban-v0", "teamgym.envs.planning.sokoban:SokobanEnv",

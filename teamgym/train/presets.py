@@ -11,8 +11,9 @@ answers with a program that prints a plan (```` ```\nprint('Actions: R,D')\n``` 
 without running it) and the planner with the plan line. Demonstrations are the env's ``oracle`` planner's plan from
 the current state, written in those two formats.
 
-``plan_path-v0`` (compact; 4x4 grids, 3 turns): the grid rows with ``#`` (obstacle), ``.`` (free), ``@`` (current
-position) and ``G`` (goal); plans ``Actions: R,D`` (a shortest path), plan lines cut at 40 characters.
+``plan_path-v0`` and ``plan_path-v1`` (compact; 4x4 grids, 3 turns): the grid rows with ``#`` (obstacle), ``.``
+(free), ``@`` (current position) and ``G`` (goal); plans ``Actions: R,D`` (a shortest path), plan lines cut at 40
+characters.
 
 ``sokoban-v0`` (compact; 5x5 warehouses, i.e. a 3x3 floor inside the walls, 1 box, 3 turns): the warehouse rows
 as the env prints them, walls included: ``#`` wall, ``_`` floor, ``.`` goal, ``$`` box, ``*`` box on a goal, ``@``
@@ -120,8 +121,10 @@ def sudoku_demonstration(env: Any, agent: str) -> str:
 
 
 PRESETS: dict[str, Preset] = {
-    "plan_path-v0": Preset(prompt=plan_path_prompt, demonstration=plan_path_demonstration,
-                           env_kwargs={"size": 4, "max_turns": 3}, max_tokens=48),
+    # plan_path-v1 differs from v0 in when a plan reaches the goal only (it must end there).
+    **{env_id: Preset(prompt=plan_path_prompt, demonstration=plan_path_demonstration,
+                      env_kwargs={"size": 4, "max_turns": 3}, max_tokens=48)
+       for env_id in ("plan_path-v0", "plan_path-v1")},
     # max_tokens: room for the longest demonstration over training tasks 0-19,999 and its end-of-sequence token,
     # and a little more. plan_path: 10 moves, 46 tokens (the tool's program is 25 + 2 x moves characters); 48 fit
     # 11 moves (until 2026-12-05 it was 40, which cut every tool program of 8 moves or more: 3% of the held-out

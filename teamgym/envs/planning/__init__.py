@@ -4,7 +4,8 @@
 =================  ==========================================================================================
 id                 task
 =================  ==========================================================================================
-``plan_path-v0``   shortest path on a 4x4 to 10x10 grid with obstacles (:mod:`.plan_path`)
+``plan_path-v1``   shortest path on a 4x4 to 10x10 grid with obstacles (:mod:`.plan_path`; v0: a plan stops as soon
+                   as it passes the goal)
 ``sudoku-v0``      fill a 4x4 or 9x9 sudoku with a unique solution (:mod:`.sudoku`)
 ``sokoban-v1``     push boxes onto goals in a small warehouse (:mod:`.sokoban`; v0: progress counts boxes on goals)
 =================  ==========================================================================================

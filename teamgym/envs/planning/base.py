@@ -10,7 +10,8 @@ Each turn the ``tool`` acts first, then the ``planner`` (AT-GRPO's planning setu
 2. **planner**: sees the task, the current state, the tool's program and its output, and answers with a plan.
    Its moves are applied to the real state in order; an invalid move is skipped (the state is unchanged by it)
    and penalised; a move that changes nothing is neither counted nor penalised; moves after the goal is
-   reached are ignored. The episode ends when the goal is reached, or after ``max_turns`` turns.
+   reached are ignored (unless the family's ``stops_at_goal`` is off: then every move applies and a plan reaches the
+   goal only by ending on it). The episode ends when the goal is reached, or after ``max_turns`` turns.
 
 Rewards (every agent's reward is ``alpha * team + local``):
 
@@ -134,6 +135,9 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
     """
 
     roles: ClassVar[tuple[str, ...]] = ("tool", "planner")
+    #: A plan stops as soon as it reaches the goal (later moves ignored); off, every move applies and the plan
+    #: reaches the goal only if it ends there (a family sets it per instance, e.g. ``plan_path``'s v1).
+    stops_at_goal: bool = True
 
     def __init__(
         self,
@@ -251,7 +255,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
     def _run_plan(self, board: BoardT, plan: Sequence[MoveT]) -> PlanRun[BoardT]:
         valid = invalid = 0
         for move in plan:
-            if self._solved(board):
+            if self.stops_at_goal and self._solved(board):
                 break
             after = self._move(board, move)
             if after is None:

@@ -41,7 +41,8 @@ The maximum team return is 2.5 (reach the goal on a shortest path). Process sign
 ``distance_to_goal`` (BFS distance), ``position``, ``progress``, ``moves_used``, ``optimal_length``.
 
 **Options.** ``size`` (4..10, or ``None`` for a size drawn from the task id), ``obstacle_density`` (0 to 0.4,
-default 0.2), ``max_turns`` (default 5;
+default 0.2), ``ends_on_goal`` (v1: True; a plan reaches the goal only by ending on it, moves after it apply and
+may leave it; v0: False, a plan stops as soon as it passes the goal), ``max_turns`` (default 5;
 or ``max_cycles``, PettingZoo's name for it), ``alpha``, ``tool_timeout`` (default 1 s, the sandbox's default),
 ``render_mode``.
 
@@ -49,7 +50,10 @@ or ``max_cycles``, PettingZoo's name for it), ``alpha``, ``tool_timeout`` (defau
 planner: ``oracle`` (a shortest path from the state), ``copy_tool`` (adopts the tool's printed plan),
 ``random``.
 
-**Version history.** v0: first release.
+**Version history.** v0: first release. v1: ``ends_on_goal=True``: a plan must end on the goal. v0 stops a plan
+as soon as it passes the goal (both skip invalid moves), so there a walk that merely crosses the goal succeeds: a fixed
+19-move serpentine that never reads the grid solved 61.5% of 200 4x4 tasks over 3 turns (7.5% under v1), and RL
+learned to pad its plans past the goal.
 """
 
 from __future__ import annotations
@@ -158,6 +162,7 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
         *,
         size: int | None = None,
         obstacle_density: float = 0.2,
+        ends_on_goal: bool = False,
         max_turns: int = 5,
         max_cycles: int | None = None,
         alpha: float | dict[str, float] = 1.0,
@@ -181,8 +186,13 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
                 f"obstacle_density={obstacle_density!r}: expected a float in "
                 f"[0, {MAX_DENSITY}] (denser grids are rarely connected), e.g. 0.2"
             )
+        if not isinstance(ends_on_goal, bool):
+            raise InvalidArgumentError(f"ends_on_goal={ends_on_goal!r}: expected True (plan_path-v1: a plan must end "
+                                       "on the goal) or False (v0: a plan stops as soon as it passes the goal)")
         self.size = size
         self.obstacle_density = float(obstacle_density)
+        self.ends_on_goal = ends_on_goal
+        self.stops_at_goal = not ends_on_goal
 
     def _task_from_id(self, task_id: Any) -> PathTask:
         return generate_path_task(task_id, size=self.size, obstacle_density=self.obstacle_density)
