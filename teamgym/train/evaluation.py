@@ -95,9 +95,13 @@ class FailureReplay:
         self.share, self.size, self.seed = share, size, seed
         self.pool: list[Any] = []
 
+    def count(self, tasks: int) -> int:
+        """How many of a step's ``tasks`` fresh draws :meth:`draw` replaces with the pool as it is now."""
+        return min(len(self.pool), round(self.share * tasks))
+
     def draw(self, step: int, tasks: Sequence[Any]) -> list[Any]:
-        """``tasks`` (the step's fresh draws) with the first ones replaced by replayed failures."""
-        count = min(len(self.pool), round(self.share * len(tasks)))
+        """``tasks`` (the step's fresh draws) with the first :meth:`count` replaced by replayed failures."""
+        count = self.count(len(tasks))
         if count == 0:
             return list(tasks)
         rng = np.random.default_rng([self.seed, step, 2**31 - 3])

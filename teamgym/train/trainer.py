@@ -394,7 +394,7 @@ class Trainer:
         c = self.config
         tic = time.perf_counter()
         result = self._rollout()
-        replayed = len(self.replay.pool)
+        replayed = self.replay.count(c.tasks_per_step)  # what this step's draw replaced, before the pool moves on
         self.replay.observe(result.episodes)
         batch = result.batch
         usable = usable_rows(batch)
@@ -428,8 +428,7 @@ class Trainer:
                            seconds=time.perf_counter() - tic, update_seconds=update_seconds,
                            dropped=int(usable.numel() - usable.sum()))
         if c.task_replay:
-            row.update({"replay/tasks": min(replayed, round(c.task_replay * c.tasks_per_step)),
-                        "replay/pool": len(self.replay.pool)})
+            row.update({"replay/tasks": replayed, "replay/pool": len(self.replay.pool)})
         row.update({f"alpha/{agent}": value for agent, value in alphas.items()})
         row.update(self.alpha.metrics)  # the correlation mixer's alpha_corr/<agent> and alpha_groups/<agent>
         row.update(getattr(self.estimator, "metrics", {}))  # a learned critic's numbers (turn_ppo)

@@ -191,7 +191,6 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
                                        "on the goal) or False (v0: a plan stops as soon as it passes the goal)")
         self.size = size
         self.obstacle_density = float(obstacle_density)
-        self.ends_on_goal = ends_on_goal
         self.stops_at_goal = not ends_on_goal
 
     def _task_from_id(self, task_id: Any) -> PathTask:
