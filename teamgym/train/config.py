@@ -35,7 +35,7 @@ from typing import Any
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number, closest_names
 from teamgym.rollout.settings import TreeSampling, VLLMSettings
 from teamgym.train.kernels import CPU_KERNELS
-from teamgym.train.sections import CriticConfig, PPOConfig, PRMConfig, SamplingConfig
+from teamgym.train.sections import LR_SCHEDULES, CriticConfig, PPOConfig, PRMConfig, SamplingConfig
 
 __all__ = ["ALGO_RECIPES", "LEGACY_NAMES", "SamplingConfig", "TrainConfig", "WARM_START_FIELDS", "field_docs",
            "field_paths", "normalize_paths", "read_config_file", "warm_start_differences"]
@@ -267,7 +267,7 @@ class TrainConfig:
                                        "(some of each step's tasks stay fresh draws), e.g. 0.5; 0 for none")
         _check_alpha(self.alpha)
         check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))
-        check_choice("sft_schedule", self.sft_schedule, ("cosine", "constant"))
+        check_choice("sft_schedule", self.sft_schedule, LR_SCHEDULES)
         check_choice("env_backend", self.env_backend, ("local", "ray"))
         check_choice("cpu_kernels", self.cpu_kernels, CPU_KERNELS)
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):

@@ -23,6 +23,7 @@ AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
 #: What one PPO ratio covers (``ppo.ratio``).
 RATIOS = ("token", "action")
+LR_SCHEDULES = ("constant", "cosine")
 
 #: What the KL term is taken against (``ppo.kl_reference``).
 KL_REFERENCES = ("sampler", "reference")
@@ -64,6 +65,9 @@ class PPOConfig:
     Attributes:
         lr: Adam learning rate of every role (1e-4: over five seeds of the main job 5e-4 fell below the warm start
             on four, 1e-4 rose above it on four; docs/training.md).
+        lr_schedule: the learning rate over the RL steps: ``constant`` (default) or ``cosine`` (a linear warm-up over
+            the first 5% of ``steps``, then a cosine decay to 5% of ``lr``, as the SFT warm start's ``cosine``; the
+            rate of every step follows from its index, so a resumed run continues the same curve).
         role_lr: per-role learning rates overriding ``lr`` (needs ``shared_model=False`` or ``role_adapters``), e.g.
             ``{"tool": 1e-4}``.
         weight_decay: AdamW weight decay.
@@ -96,6 +100,7 @@ class PPOConfig:
     """
 
     lr: float = 1e-4
+    lr_schedule: str = "constant"
     role_lr: dict[str, float] = field(default_factory=dict)
     weight_decay: float = 0.0
     micro_batch_size: int = 64
@@ -127,6 +132,7 @@ class PPOConfig:
         if self.dual_clip is not None and not (isinstance(self.dual_clip, (int, float)) and self.dual_clip > 1):
             raise InvalidArgumentError(f"config field ppo.dual_clip={self.dual_clip!r}: expected a float > 1 "
                                        "(AT-GRPO: 3.0) or None")
+        check_choice("ppo.lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_choice("ppo.ratio", self.ratio, RATIOS)
         check_choice("ppo.aggregation", self.aggregation, AGGREGATIONS)
         if self.ratio == "action" and self.aggregation != "seq-mean-token-mean":

@@ -308,7 +308,7 @@ class Trainer:
                     for step in range(c.sft_steps):
                         for optimizer in optimizers.values():
                             for group in optimizer.param_groups:
-                                group["lr"] = c.sft_lr * sft_lr_factor(step, c.sft_steps, c.sft_schedule)
+                                group["lr"] = c.sft_lr * lr_factor(step, c.sft_steps, c.sft_schedule)
                         losses.append(sft_step(demos, policies, optimizers, rng, c.sft_batch_size,
                                                c.ppo.max_grad_norm))
                         advance(loss=f"{losses[-1]:.3f}")
@@ -413,6 +413,10 @@ class Trainer:
         if c.ppo.drop_zero_variance:
             train_batch, advantages = train_batch.select(keep), advantages[keep]
         update_tic = time.perf_counter()
+        factor = lr_factor(self.step, c.steps, c.ppo.lr_schedule)
+        for name, optimizer in self.optimizers.items():
+            for group in optimizer.param_groups:
+                group["lr"] = c.ppo.lr_of(name) * factor
         stats = None
         models = None
         if c.ppo.agent_iteration_interval:  # agent-by-agent: one role's model per RL step (MARFT)
@@ -543,9 +547,10 @@ class Trainer:
         return summary
 
 
-def sft_lr_factor(step: int, total: int, schedule: str) -> float:
-    """The SFT learning rate of ``step`` (0-based) as a fraction of ``sft_lr``: ``constant`` (1), or ``cosine``
-    (linear warm-up over the first 5% of steps, then a cosine decay to 5% of the peak)."""
+def lr_factor(step: int, total: int, schedule: str) -> float:
+    """The learning rate of ``step`` (0-based) of ``total`` as a fraction of the peak (``sft_lr``, ``ppo.lr``):
+    ``constant`` (1), or ``cosine`` (linear warm-up over the first 5% of steps, then a cosine decay to 5% of the
+    peak)."""
     if schedule == "constant":
         return 1.0
     warmup = max(1, total // 20)
