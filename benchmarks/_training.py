@@ -14,9 +14,14 @@ from teamgym.train.metrics import read_metrics
 
 #: The main job these comparisons were measured with (docs/benchmarks.md): the ``teamgym train`` defaults until
 #: 2026-12-04 (a width-64 model, 300 constant-rate SFT steps on 300 tasks, AT-GRPO), kept so that their tables
-#: reproduce; the defaults since are the steadier warm start and Turn-PPO (docs/training.md, "Results").
+#: reproduce; the defaults since are the steadier warm start and Turn-PPO (docs/training.md, "Results"), and since
+#: 2026-12-07 on plan_path-v1 with 400 steps, failure replay and a cosine learning rate.
 MEASURED_MAIN_JOB: dict[str, Any] = {"n_embd": 64, "n_head": 2, "sft_steps": 300, "sft_tasks": 300,
-                                     "sft_schedule": "constant", "algo": "at_grpo", "group_size": 4}
+                                     "sft_schedule": "constant", "algo": "at_grpo", "group_size": 4,
+                                     "env_id": "plan_path-v0", "task_replay": 0.0, "ppo.lr_schedule": "constant",
+                                     "eval_every": 20}
+#: The RL steps these comparisons ran (the main job's default until 2026-12-07).
+MEASURED_STEPS = 80
 
 
 def run_main_job(overrides: dict[str, Any], seed: int, steps: int, output_dir: Path) -> dict[str, Any]:

@@ -23,9 +23,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _training import mean_cell, run_main_job, write_json  # noqa: E402
+from _training import MEASURED_STEPS, mean_cell, run_main_job, write_json  # noqa: E402
 
-from teamgym.train import TrainConfig  # noqa: E402
 from teamgym.train.update import PPOConfig  # noqa: E402
 
 MIXERS = [("static", 0.0), ("static", 0.5), ("static", 1.0), ("static", 2.0), ("bandit", 1.0)]
@@ -33,7 +32,7 @@ MIXERS = [("static", 0.0), ("static", 0.5), ("static", 1.0), ("static", 2.0), ("
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=TrainConfig.steps)
+    parser.add_argument("--steps", type=int, default=MEASURED_STEPS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--lr", type=float, default=PPOConfig.lr, help="learning rate of every run")
     parser.add_argument("--json", help="also write every run's numbers to this file")

@@ -78,8 +78,12 @@ MAX_STEPS = 1_000
 #: Train flags of every run, before the method's own (which may override them): the steadier warm start of
 #: docs/training.md, 200 held-out tasks (from id 2,000,000: not the tasks the recipe was chosen on), held-out success
 #: after the warm start and at the end only (an evaluation every 20 of up to 1,000 steps would cost more than the RL).
+#: Flags that restate the trainer's defaults of the day the grid ran, added when the main job's defaults moved
+#: (2026-12-07: failure replay, a cosine learning rate): a result recorded without them ran the same config.
+RESTATED_DEFAULTS = ("--task-replay", "0", "--ppo-lr-schedule", "constant")
 PROTOCOL = ("--n-embd", "128", "--n-head", "4", "--sft-tasks", "3000", "--sft-steps", "1000", "--sft-schedule",
-            "cosine", "--eval-tasks", "200", "--heldout-offset", "2000000", "--eval-every", "0", "--no-progress-bar")
+            "cosine", "--eval-tasks", "200", "--heldout-offset", "2000000", "--eval-every", "0", "--no-progress-bar",
+            *RESTATED_DEFAULTS)
 #: ``--quick``: a tiny model and warm start, 4 held-out tasks, a few RL steps (CI checks the plumbing, not results).
 QUICK_PROTOCOL = ("--n-layer", "1", "--n-embd", "16", "--n-head", "1", "--sft-tasks", "8", "--sft-steps", "3",
                   "--eval-tasks", "4", "--eval-every", "0", "--tasks-per-step", "2", "--tree-k", "2", "--no-plot",
@@ -388,8 +392,19 @@ def run_status(run: Run) -> str:
 
     result = read_result(run.folder)
     if result is not None:
-        return "done" if tuple(result.get("train_args", ())) == run.train_args else "conflict"
+        recorded = tuple(result.get("train_args", ()))
+        return "done" if recorded in (run.train_args, without_restated_defaults(run.train_args)) else "conflict"
     return "resume" if list_checkpoints(run.folder) else "fresh"
+
+
+def without_restated_defaults(args: Sequence[str]) -> tuple[str, ...]:
+    """``args`` less the first run of :data:`RESTATED_DEFAULTS` in it: the arguments a result recorded before those
+    flags existed holds for the same config."""
+    n = len(RESTATED_DEFAULTS)
+    for at in range(len(args) - n + 1):
+        if tuple(args[at:at + n]) == RESTATED_DEFAULTS:
+            return (*args[:at], *args[at + n:])
+    return tuple(args)
 
 
 def write_json(path: Path, value: Any) -> None:

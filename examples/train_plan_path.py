@@ -1,9 +1,10 @@
 """Train a tool + planner team on plan_path-v0 with AT-GRPO, from Python, and read the results.
 
-The same job as ``teamgym train`` with its defaults: a tiny character-level GPT-2 (built in code, no download) plays
-both roles; a short warm start on the env's scripted oracle comes first, then AT-GRPO with tree sampling.
+The warm start of ``teamgym train``'s defaults: a tiny character-level GPT-2 (built in code, no download) plays both
+roles, trained first on the env's scripted oracle; then 80 steps of AT-GRPO with tree sampling instead of the main
+job's Turn-PPO.
 
-    python examples/train_plan_path.py                    # the full main job (a few minutes on 2 CPU cores)
+    python examples/train_plan_path.py                    # the full main job (about ten minutes on 2 CPU cores)
     python examples/train_plan_path.py --steps 2 --sft-steps 5 --eval-tasks 4 --output-dir /tmp/demo   # smoke run
 """
 
@@ -19,7 +20,7 @@ from teamgym.train.metrics import read_metrics
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=TrainConfig.steps)
+    parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--sft-steps", type=int, default=TrainConfig.sft_steps)
     parser.add_argument("--eval-tasks", type=int, default=TrainConfig.eval_tasks)
     parser.add_argument("--output-dir", default="runs/example_plan_path")

@@ -40,6 +40,8 @@ SANITY_SETTINGS: dict[str, Any] = {
     "n_embd": 64,  # the tiny model of width 64 the suite was measured with (the main job's default is now 128)
     "n_head": 2,
     "sft_steps": 0,
+    "task_replay": 0.0,  # every task a fresh draw, as the suite was measured (the main job replays half)
+    "ppo.lr_schedule": "constant",  # as measured (the main job decays its rate)
     "tasks_per_step": 8,
     "tree.k": 8,
     "group_size": 8,

@@ -65,9 +65,10 @@ class PPOConfig:
     Attributes:
         lr: Adam learning rate of every role (1e-4: over five seeds of the main job 5e-4 fell below the warm start
             on four, 1e-4 rose above it on four; docs/training.md).
-        lr_schedule: the learning rate over the RL steps: ``constant`` (default) or ``cosine`` (a linear warm-up over
-            the first 5% of ``steps``, then a cosine decay to 5% of ``lr``, as the SFT warm start's ``cosine``; the
-            rate of every step follows from its index, so a resumed run continues the same curve).
+        lr_schedule: the learning rate over the RL steps: ``cosine`` (default: a linear warm-up over the first 5% of
+            ``steps``, then a cosine decay to 5% of ``lr``, as the SFT warm start's ``cosine``; the main job's 400
+            steps end on small updates instead of wherever a constant rate leaves them) or ``constant``. The rate of
+            every step follows from its index, so a resumed run continues the same curve.
         role_lr: per-role learning rates overriding ``lr`` (needs ``shared_model=False`` or ``role_adapters``), e.g.
             ``{"tool": 1e-4}``.
         weight_decay: AdamW weight decay.
@@ -100,7 +101,7 @@ class PPOConfig:
     """
 
     lr: float = 1e-4
-    lr_schedule: str = "constant"
+    lr_schedule: str = "cosine"
     role_lr: dict[str, float] = field(default_factory=dict)
     weight_decay: float = 0.0
     micro_batch_size: int = 64

@@ -281,6 +281,20 @@ def test_results_of_other_train_arguments_stop_the_runner(tmp_path, capsys):
     assert code == 2 and "choose another --runs-dir" in capsys.readouterr().err
 
 
+def test_results_recorded_before_the_restated_defaults_still_count(tmp_path):
+    """The protocol restates the trainer's old defaults since they moved; the committed results, recorded without
+    those flags, ran the same config and are not re-run."""
+    runs = research.plan_runs(["A"], ["plan_path-v0"], [0], runs_dir=tmp_path, budget=100, max_steps=9,
+                              methods=["gigpo"])
+    old = research.without_restated_defaults(runs[0].train_args)
+    assert len(old) == len(runs[0].train_args) - len(research.RESTATED_DEFAULTS)
+    runs[0].folder.mkdir(parents=True)
+    (runs[0].folder / research.RESULT_FILE).write_text(json.dumps({"train_args": list(old)}))
+    assert research.run_status(runs[0]) == "done"
+    (runs[0].folder / research.RESULT_FILE).write_text(json.dumps({"train_args": [*old, "--ppo-lr", "1"]}))
+    assert research.run_status(runs[0]) == "conflict"
+
+
 def test_quick_runs_one_cell_end_to_end_then_skips_or_resumes_it(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, str(ROOT / "benchmarks" / "research.py"), "--quick", "--runs-dir", str(tmp_path)]

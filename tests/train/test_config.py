@@ -78,11 +78,13 @@ def test_cli_unknown_set_field_is_named(tmp_path):
 
 def test_defaults_are_the_embedded_main_job():
     """The README's main job: the steadier warm start (width 128, 1,000 cosine SFT steps on 3,000 tasks), then
-    80 Turn-PPO steps with 3 episodes per task, every task a fresh draw (docs/training.md, "The main job")."""
+    400 Turn-PPO steps on plan_path-v1 with 3 episodes per task, half of each step's tasks replayed from recent
+    failures, a cosine learning rate from 1e-4 (docs/training.md, "The main job")."""
     config = TrainConfig()
-    assert (config.env_id, config.algo, config.rollout_mode, config.group_size) == ("plan_path-v0", "turn_ppo",
+    assert (config.env_id, config.algo, config.rollout_mode, config.group_size) == ("plan_path-v1", "turn_ppo",
                                                                                    "trajectory", 3)
-    assert (config.steps, config.task_replay, config.task_replay_size, config.eval_every) == (80, 0.0, 64, 20)
+    assert (config.steps, config.task_replay, config.task_replay_size, config.eval_every) == (400, 0.5, 64, 50)
+    assert (config.ppo.lr, config.ppo.lr_schedule) == (1e-4, "cosine")
     assert (config.n_embd, config.n_head, config.sft_steps, config.sft_tasks, config.sft_schedule) == (
         128, 4, 1000, 3000, "cosine")
     assert config == TrainConfig.from_dict({})

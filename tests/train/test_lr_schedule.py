@@ -61,7 +61,7 @@ def test_the_trainer_steps_at_the_scheduled_rate(tmp_path):
     scheduled = tiny(tmp_path, "cosine")
     train(scheduled)
     assert optimizer_lrs(scheduled.output_dir) == pytest.approx([1e-3 * lr_factor(3, 4, "cosine")])  # step 4's
-    constant = tiny(tmp_path, "constant", ppo={"lr": 1e-3})
+    constant = tiny(tmp_path, "constant", ppo={"lr": 1e-3, "lr_schedule": "constant"})
     train(constant)
     assert optimizer_lrs(constant.output_dir) == [1e-3]
     assert not torch.equal(final_weights(scheduled.output_dir), final_weights(constant.output_dir))
