@@ -413,15 +413,16 @@ class Trainer:
         if c.ppo.drop_zero_variance:
             train_batch, advantages = train_batch.select(keep), advantages[keep]
         update_tic = time.perf_counter()
-        factor = lr_factor(self.step, c.steps, c.ppo.lr_schedule)
-        for name, optimizer in self.optimizers.items():
-            for group in optimizer.param_groups:
-                group["lr"] = c.ppo.lr_of(name) * factor
         stats = None
         models = None
         if c.ppo.agent_iteration_interval:  # agent-by-agent: one role's model per RL step (MARFT)
             role = self.roles[(self.step // c.ppo.agent_iteration_interval) % len(self.roles)]
             models = {self.policies[role].name}
+        factor = lr_factor(self.step, c.steps, c.ppo.lr_schedule)
+        for name, optimizer in self.optimizers.items():
+            if models is None or name in models:  # a frozen role's optimizer is left as it is
+                for group in optimizer.param_groups:
+                    group["lr"] = c.ppo.lr_of(name) * factor
         for _ in range(c.ppo.epochs):
             stats = policy_update(train_batch, advantages, self.policies, self.optimizers, ppo=c.ppo,
                                   temperature=c.sampling.temperature, norm_length=self.max_tokens,
