@@ -23,6 +23,8 @@ AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
 #: What one PPO ratio covers (``ppo.ratio``).
 RATIOS = ("token", "action")
+
+#: Learning-rate curves over a stage's steps (``ppo.lr_schedule``, ``sft_schedule``; ``trainer.lr_factor``).
 LR_SCHEDULES = ("constant", "cosine")
 
 #: What the KL term is taken against (``ppo.kl_reference``).
