@@ -7,7 +7,7 @@ Prints a markdown table.
 
     python benchmarks/rollout.py                      # plan_path-v0, 8 tasks, K = 4, 1 and 2 waves
     python benchmarks/rollout.py --env plan_path-v0 --tasks 16 --k 4 --max-tokens 40 --repeats 3
-    python benchmarks/rollout.py --checkpoint runs/plan_path --max-tokens 0   # the main job's trained model
+    python benchmarks/rollout.py --env plan_path-v1 --checkpoint runs/plan_path --max-tokens 0   # the main job's model
 
 A random-init model writes ``max_tokens`` of noise at every node; a trained one writes short answers and programs
 the env runs in the sandbox, so the env's share is much larger with ``--checkpoint``.

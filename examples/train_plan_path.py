@@ -1,10 +1,11 @@
 """Train a tool + planner team on plan_path-v0 with AT-GRPO, from Python, and read the results.
 
-The warm start of ``teamgym train``'s defaults: a tiny character-level GPT-2 (built in code, no download) plays both
-roles, trained first on the env's scripted oracle; then 80 steps of AT-GRPO with tree sampling instead of the main
-job's Turn-PPO.
+The warm start of ``teamgym train``'s defaults on plan_path-v0: a tiny character-level GPT-2 (built in code, no
+download) plays both roles, trained first on the env's scripted oracle; then 80 steps of AT-GRPO with tree sampling
+(with the defaults' failure replay and cosine learning rate) instead of the main job's 400 Turn-PPO steps on
+plan_path-v1.
 
-    python examples/train_plan_path.py                    # the full main job (about ten minutes on 2 CPU cores)
+    python examples/train_plan_path.py                    # the full example (several minutes on 2 CPU cores)
     python examples/train_plan_path.py --steps 2 --sft-steps 5 --eval-tasks 4 --output-dir /tmp/demo   # smoke run
 """
 

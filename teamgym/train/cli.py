@@ -32,6 +32,7 @@ from teamgym.train.config import (
     field_paths,
     normalize_paths,
     read_config_file,
+    saved_config_values,
 )
 from teamgym.train.kernels import set_kernel_env
 from teamgym.train.run_dir import check_run_dir
@@ -103,7 +104,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     values: dict[str, Any] = {}
     saved = Path(vars(args).get("output_dir", TrainConfig.output_dir)) / "config.json"
     if args.resume and saved.exists():
-        values.update(normalize_paths(json.loads(saved.read_text(encoding="utf-8"))))
+        values.update(saved_config_values(json.loads(saved.read_text(encoding="utf-8"))))
     if args.config_file:
         # its own keys only, so that the fields it leaves unset still take the algo's recipe, then the defaults (their
         # values are checked with the rest of the config)

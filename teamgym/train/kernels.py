@@ -4,8 +4,8 @@ torch picks its vectorised CPU kernels (softmax, layer norm, GELU, reductions) b
 has, and MKL picks its matrix-multiply code path by the CPU too. Wider vectors sum in another order, so the floats
 differ in their last bits, and for a tiny model trained from scratch that acts like another seed: the same
 ``sokoban-v1`` warm start (seed 5, same code and versions) scored 70.5% greedy on an AVX2 host and 54.0% on an
-AVX-512 one, and the main job's seed 0 74.5% and 76.0%; pinned to AVX2, the AVX-512 host gives 70.5% and 74.5% as the
-AVX2 host did (docs/training.md, "Same numbers on every host").
+AVX-512 one, and the main job's seed 0 (then on plan_path-v0) 74.5% and 76.0%; pinned to AVX2, the AVX-512 host
+gives 70.5% and 74.5% as the AVX2 host did (docs/training.md, "Same numbers on every host").
 
 :func:`pin_cpu_kernels` ``("avx2")`` sets, unless they are set already, ``ATEN_CPU_CAPABILITY=avx2`` (torch's
 kernels), ``MKL_CBWR=AVX2,STRICT`` (MKL's conditional numerical reproducibility: the same results on every CPU with

@@ -174,3 +174,21 @@ def test_the_ppo_sections_aggregations_are_the_losses():
     from teamgym.train import sections
 
     assert sections.AGGREGATIONS == AGGREGATIONS  # spelled twice so that the config loads without torch
+
+
+def test_resuming_a_run_saved_before_a_field_existed_keeps_how_it_ran(tmp_path):
+    """A ``config.json`` written before ``task_replay`` and ``ppo.lr_schedule`` existed resumes with the values that
+    reproduce its run (no replay, a constant rate), not today's defaults; a config that has them keeps its own."""
+    from teamgym.train.config import ADDED_FIELDS
+
+    saved = json.loads(json.dumps(TrainConfig(output_dir=str(tmp_path)).to_dict()))
+    del saved["task_replay"], saved["ppo"]["lr_schedule"]
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    config = config_from_args(_parse(["--resume", "--output-dir", str(tmp_path)]))
+    assert (config.task_replay, config.ppo.lr_schedule) == (ADDED_FIELDS["task_replay"],
+                                                           ADDED_FIELDS["ppo.lr_schedule"]) == (0.0, "constant")
+    saved.update({"task_replay": 0.25, "ppo": {**saved["ppo"], "lr_schedule": "cosine"}})
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    config = config_from_args(_parse(["--resume", "--output-dir", str(tmp_path)]))
+    assert (config.task_replay, config.ppo.lr_schedule) == (0.25, "cosine")
+    assert config_from_args(_parse(["--output-dir", str(tmp_path)])).task_replay == 0.5  # not resuming: defaults
