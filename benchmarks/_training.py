@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from teamgym.train import TrainConfig, train
+from teamgym.train.config import ADDED_FIELDS
 from teamgym.train.metrics import read_metrics
 
 #: The main job these comparisons were measured with (docs/benchmarks.md): the ``teamgym train`` defaults until
@@ -18,8 +19,7 @@ from teamgym.train.metrics import read_metrics
 #: 2026-12-07 on plan_path-v1 with 400 steps, failure replay and a cosine learning rate.
 MEASURED_MAIN_JOB: dict[str, Any] = {"n_embd": 64, "n_head": 2, "sft_steps": 300, "sft_tasks": 300,
                                      "sft_schedule": "constant", "algo": "at_grpo", "group_size": 4,
-                                     "env_id": "plan_path-v0", "task_replay": 0.0, "ppo.lr_schedule": "constant",
-                                     "eval_every": 20}
+                                     "env_id": "plan_path-v0", "eval_every": 20, **ADDED_FIELDS}
 #: The RL steps these comparisons ran (the main job's default until 2026-12-07).
 MEASURED_STEPS = 80
 

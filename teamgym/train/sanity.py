@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from teamgym.errors import InvalidArgumentError
+from teamgym.train.config import ADDED_FIELDS
 
 __all__ = ["ADAPTER_SETTINGS", "ESTIMATOR_SETTINGS", "GREEDY_THRESHOLD", "SAMPLED_THRESHOLD", "SANITY_ENVS",
            "SANITY_OVERRIDES", "SANITY_STEPS", "SanityResult", "run_sanity", "sanity_config"]
@@ -40,8 +41,7 @@ SANITY_SETTINGS: dict[str, Any] = {
     "n_embd": 64,  # the tiny model of width 64 the suite was measured with (the main job's default is now 128)
     "n_head": 2,
     "sft_steps": 0,
-    "task_replay": 0.0,  # every task a fresh draw, as the suite was measured (the main job replays half)
-    "ppo.lr_schedule": "constant",  # as measured (the main job decays its rate)
+    **ADDED_FIELDS,  # no replay, a constant rate: the trainer as the suite was measured, before those fields
     "tasks_per_step": 8,
     "tree.k": 8,
     "group_size": 8,
