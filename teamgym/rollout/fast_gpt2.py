@@ -136,7 +136,7 @@ class _BlockParams:
         self.fc_weight, self.fc_bias = mlp.c_fc.weight, mlp.c_fc.bias
         self.mlp_proj_weight, self.mlp_proj_bias = mlp.c_proj.weight, mlp.c_proj.bias
         self.scaling = attn.scaling
-        self.act = _new_gelu if type(mlp.act).__name__ == "NewGELUActivation" else mlp.act
+        self.act = _activation(mlp.act)
 
 
 def _new_gelu(x: torch.Tensor) -> torch.Tensor:
@@ -144,4 +144,20 @@ def _new_gelu(x: torch.Tensor) -> torch.Tensor:
     return 0.5 * x * (1.0 + torch.tanh(_GELU_C * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
+def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """transformers' ``GELUTanh`` (``gelu_pytorch_tanh``, the tiny model's activation): torch's fused kernel."""
+    return F.gelu(x, approximate="tanh")
+
+
 _GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def _activation(module: Any) -> Any:
+    """The operations of a GPT-2 activation module without the module call (the module itself when unknown)."""
+    name = type(module).__name__
+    if name == "NewGELUActivation":
+        return _new_gelu
+    # GELUTanh (PytorchGELUTanh before transformers 4.56) runs torch's fused kernel unless built for its python path
+    if name in ("GELUTanh", "PytorchGELUTanh") and getattr(getattr(module, "act", None), "func", None) is F.gelu:
+        return _gelu_tanh
+    return module

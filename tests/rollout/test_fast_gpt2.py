@@ -18,10 +18,16 @@ def _prompts(count: int, seed: int, padded: bool) -> list[list[int]]:
 
 
 @pytest.mark.parametrize("padded", [True, False])  # transformers drops the mask without padding: another kernel
-@pytest.mark.parametrize(("n_layer", "n_embd", "n_head"), [(2, 64, 2), (3, 48, 4)])
-def test_decoder_logits_equal_the_models_forward(n_layer, n_embd, n_head, padded):
+@pytest.mark.parametrize(("n_layer", "n_embd", "n_head", "activation"),
+                         [(2, 64, 2, "gelu_new"), (3, 48, 4, "gelu_new"), (2, 64, 2, "gelu_pytorch_tanh"),
+                          (2, 64, 2, "relu")])
+def test_decoder_logits_equal_the_models_forward(n_layer, n_embd, n_head, activation, padded):
+    from transformers.activations import ACT2FN
+
     policy = HFPolicy.tiny(seed=1, n_layer=n_layer, n_embd=n_embd, n_head=n_head)
     model = policy.model.eval()
+    for block in model.transformer.h:  # GPT-2 configs name other activations: the decoder follows the module
+        block.mlp.act = ACT2FN[activation]
     assert GPT2Decoder.supports(model)
     ids, mask = _left_pad(_prompts(9, n_layer, padded), policy.pad_id, torch.device("cpu"))
     assert bool((mask == 0).any()) == padded
