@@ -36,7 +36,7 @@ from typing import Any
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number, closest_names
 from teamgym.rollout.settings import TreeSampling, VLLMSettings
 from teamgym.train.kernels import CPU_KERNELS
-from teamgym.train.sections import LR_SCHEDULES, CriticConfig, PPOConfig, PRMConfig, SamplingConfig
+from teamgym.train.sections import LR_SCHEDULES, PROMPT_FORMATS, CriticConfig, PPOConfig, PRMConfig, SamplingConfig
 
 __all__ = ["ADDED_FIELDS", "ALGO_RECIPES", "LEGACY_NAMES", "SamplingConfig", "TrainConfig", "WARM_START_FIELDS",
            "field_docs", "field_paths", "normalize_paths", "read_config_file", "saved_config_values",
@@ -115,9 +115,12 @@ class TrainConfig:
             ``"env"``, the alphas used are logged as ``alpha/<agent>`` in metrics.jsonl (the correlation mixer also
             logs ``alpha_corr/<agent>`` and ``alpha_groups/<agent>``), the tree advances on them, and the mixer's
             state is saved in checkpoints (:mod:`teamgym.train.alpha`).
-        prompt_format: ``compact`` (the env preset's short prompts, for the tiny model), ``env`` (the env's prompt
-            text) or ``chat`` (the env's system and user messages through the tokenizer's chat template, for
-            instruct models; the tokenizer must have one).
+        prompt_format: ``compact`` (the env preset's short prompts, for the tiny model), ``compact_feedback``
+            (plan_path only: the compact prompts plus, from the second turn, a line with the turn and how many of
+            the planner's last moves applied and were invalid, as the env's own prompts say;
+            :data:`teamgym.train.presets.FEEDBACK_PRESETS`), ``env`` (the env's prompt text) or ``chat`` (the env's
+            system and user messages through the tokenizer's chat template, for instruct models; the tokenizer must
+            have one).
         model: ``tiny`` (built in code, no download) or a local path to a transformers checkpoint.
         n_layer: tiny model layers.
         n_embd: tiny model width.
@@ -158,6 +161,9 @@ class TrainConfig:
         sft_lr: SFT learning rate.
         sft_batch_size: demonstrations per SFT step.
         sft_tasks: training tasks the scripted expert plays for the demonstrations (every step of each is one).
+        sft_perturb: the share of the ``sft_tasks`` played a second time from a random first turn (the preset's
+            ``perturbation``; ``compact_feedback`` has one), the expert demonstrating from turn 1 on: demonstrations
+            of later turns, which the expert alone never reaches. 0 (default) = none.
         sft_schedule: the SFT learning rate over the steps: ``cosine`` (5% linear warm-up, then a cosine decay to
             5% of ``sft_lr``) or ``constant``.
         eval_tasks: held-out tasks for the before/after evaluation (greedy, one sample per node); a finite dataset
@@ -225,6 +231,7 @@ class TrainConfig:
     sft_lr: float = 3e-3
     sft_batch_size: int = 32
     sft_tasks: int = 3000
+    sft_perturb: float = 0.0
     sft_schedule: str = "cosine"
     warm_start_from: str = ""
     eval_tasks: int = 200
@@ -269,7 +276,12 @@ class TrainConfig:
             raise InvalidArgumentError(f"config field task_replay={self.task_replay!r}: expected a share in [0, 1) "
                                        "(some of each step's tasks stay fresh draws), e.g. 0.5; 0 for none")
         _check_alpha(self.alpha)
-        check_choice("prompt_format", self.prompt_format, ("compact", "env", "chat"))
+        check_choice("prompt_format", self.prompt_format, PROMPT_FORMATS)
+        check_number("sft_perturb", self.sft_perturb, low=0.0,
+                     hint="the share of sft_tasks replayed from a random first turn, e.g. 0.5; 0 for none")
+        if self.sft_perturb > 1:
+            raise InvalidArgumentError(f"config field sft_perturb={self.sft_perturb!r}: expected a share in [0, 1] "
+                                       "of sft_tasks, e.g. 0.5; 0 for none")
         check_choice("sft_schedule", self.sft_schedule, LR_SCHEDULES)
         check_choice("env_backend", self.env_backend, ("local", "ray"))
         check_choice("cpu_kernels", self.cpu_kernels, CPU_KERNELS)
@@ -506,7 +518,7 @@ SECTIONS: dict[str, type] = {"sampling": SamplingConfig, "tree": TreeSampling, "
 #: settings (algo, rollout, tree, ppo, critic, prm, alpha, steps, budget...) are free.
 WARM_START_FIELDS = ("env_id", "env_kwargs", "prompt_format", "model", "n_layer", "n_embd", "n_head", "shared_model",
                      "lora_rank", "role_adapters", "device", "seed", "sampling", "sft_steps", "sft_lr",
-                     "sft_batch_size", "sft_tasks", "sft_schedule", "ppo.max_grad_norm", "eval_tasks",
+                     "sft_batch_size", "sft_tasks", "sft_perturb", "sft_schedule", "ppo.max_grad_norm", "eval_tasks",
                      "heldout_offset")
 
 
@@ -552,8 +564,8 @@ def _attribute_docs(cls: type) -> dict[str, str]:
 #: Fields added after runs were saved, with the value that reproduces how the trainer behaved before them: a saved
 #: ``config.json`` without one (``--resume`` of an older run) takes this value, not today's default, so the resumed run
 #: goes on as it started (``task_replay`` since 2026-12-06; ``ppo.lr_schedule`` since 2026-12-07, whose default then
-#: became ``cosine``).
-ADDED_FIELDS: dict[str, Any] = {"task_replay": 0.0, "ppo.lr_schedule": "constant"}
+#: became ``cosine``; ``sft_perturb`` since 2026-12-07).
+ADDED_FIELDS: dict[str, Any] = {"task_replay": 0.0, "ppo.lr_schedule": "constant", "sft_perturb": 0.0}
 
 
 def saved_config_values(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,11 @@ the current state, written in those two formats.
 (free), ``@`` (current position) and ``G`` (goal); plans ``Actions: R,D`` (a shortest path), plan lines cut at 40
 characters.
 
+``prompt_format="compact_feedback"`` (plan_path-v0 and -v1, :data:`FEEDBACK_PRESETS`): the same prompts, and from
+the second turn a line after the board with the turn and what the planner's last answer did, as the env's own
+prompts say (``t1 ok2 bad1``: 2 moves applied, 1 invalid; ``t1 ok- bad-``: no readable plan); a random first turn
+(1-4 random moves) for ``sft_perturb``'s demonstrations of later turns.
+
 ``sokoban-v0`` (compact; 5x5 warehouses, i.e. a 3x3 floor inside the walls, 1 box, 3 turns): the warehouse rows
 as the env prints them, walls included: ``#`` wall, ``_`` floor, ``.`` goal, ``$`` box, ``*`` box on a goal, ``@``
 player, ``+`` player on a goal; plans ``Actions: U,R,R`` (a fewest-moves solution), plan lines cut at 40
@@ -32,9 +37,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from teamgym.rollout.engine import default_prompt
+import numpy as np
 
-__all__ = ["Preset", "get_preset", "PRESETS"]
+from teamgym.errors import InvalidArgumentError
+from teamgym.rollout.engine import default_prompt
+from teamgym.train.sections import PROMPT_FORMATS
+
+__all__ = ["Preset", "get_preset", "PRESETS", "FEEDBACK_PRESETS", "PROMPT_FORMATS"]
 
 
 @dataclass(frozen=True)
@@ -46,12 +55,15 @@ class Preset:
         demonstration: ``(env, agent) -> completion`` of a scripted expert for the warm-start SFT stage, or None.
         env_kwargs: env options the preset is tuned for (overridable from the config).
         max_tokens: completion budget that fits the preset's answers.
+        perturbation: ``(env, rng) -> {agent: completion}``: a random first turn (not a demonstration) after which
+            the expert takes over, for demonstrations of later turns (``sft_perturb``), or None.
     """
 
     prompt: Callable[[Any, str], str] = default_prompt
     demonstration: Callable[[Any, str], str] | None = None
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     max_tokens: int = 256
+    perturbation: Callable[[Any, np.random.Generator], dict[str, str]] | None = None
 
 
 def _board(rows: Iterable[str]) -> str:
@@ -82,13 +94,37 @@ def _oracle_demonstration(env: Any, agent: str, width: int) -> str:
     return plan
 
 
-def plan_path_prompt(env: Any, agent: str) -> str:
-    """Compact ``plan_path`` prompt: the grid, then ``T>`` (tool) or the tool's printed plan line and ``P>``."""
+def _feedback(env: Any) -> str:
+    """The env's turn and what the planner's last answer did, as a line after the board (empty on the first turn):
+    ``t1 ok2 bad1`` (turn 1; 2 moves applied, 1 invalid), ``t1 ok- bad-`` (no readable plan)."""
+    base = env.unwrapped
+    if base.turn == 0:
+        return ""
+    applied, invalid = ("-", "-") if base.state.last_plan is None else base.state.last_plan
+    return f"\nt{min(base.turn, base.max_turns - 1)} ok{applied} bad{invalid}"
+
+
+def _plan_path_board(env: Any) -> str:
     base = env.unwrapped
     position, goal = base.state.board, base.task.goal
-    rows = ("".join("@" if (r, c) == position else "G" if (r, c) == goal else ch for c, ch in enumerate(row))
-            for r, row in enumerate(base.task.grid))
-    return _board_prompt(env, agent, _board(rows), width=40)
+    return _board("".join("@" if (r, c) == position else "G" if (r, c) == goal else ch for c, ch in enumerate(row))
+                  for r, row in enumerate(base.task.grid))
+
+
+def plan_path_prompt(env: Any, agent: str) -> str:
+    """Compact ``plan_path`` prompt: the grid, then ``T>`` (tool) or the tool's printed plan line and ``P>``."""
+    return _board_prompt(env, agent, _plan_path_board(env), width=40)
+
+
+def plan_path_feedback_prompt(env: Any, agent: str) -> str:
+    """``plan_path_prompt`` with the turn and the last answer's outcome on a line after the grid (from turn 1)."""
+    return _board_prompt(env, agent, _plan_path_board(env) + _feedback(env), width=40)
+
+
+def plan_path_perturbation(env: Any, rng: np.random.Generator) -> dict[str, str]:
+    """A random first turn: 1-4 random moves, printed by the tool's program and answered by the planner."""
+    moves = ",".join(rng.choice(list("UDLR"), size=int(rng.integers(1, 5))))
+    return {"tool": f"```\nprint('Actions: {moves}')\n```", "planner": f"Actions: {moves}"}
 
 
 def plan_path_demonstration(env: Any, agent: str) -> str:
@@ -141,8 +177,27 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+#: ``prompt_format="compact_feedback"``: the compact prompts plus what the env's own prompts also say from the
+#: second turn on (the turn, and how many of the planner's last moves applied and were invalid), and a random first
+#: turn for ``sft_perturb``'s demonstrations of later turns. Without the line, a plan whose moves are all invalid
+#: leaves the prompt as it was and greedy decoding answers it again (``benchmarks/failure_breakdown.py``).
+FEEDBACK_PRESETS: dict[str, Preset] = {
+    env_id: Preset(prompt=plan_path_feedback_prompt, demonstration=plan_path_demonstration,
+                   env_kwargs=PRESETS[env_id].env_kwargs, max_tokens=PRESETS[env_id].max_tokens,
+                   perturbation=plan_path_perturbation)
+    for env_id in ("plan_path-v0", "plan_path-v1")
+}
+
+
 def get_preset(env_id: str, prompt_format: str) -> Preset:
-    """The preset of ``env_id`` for ``prompt_format`` (``"compact"`` when one exists, else the env's prompts)."""
+    """The preset of ``env_id`` for ``prompt_format`` (``"compact"`` when one exists, else the env's prompts;
+    ``"compact_feedback"`` for the envs of :data:`FEEDBACK_PRESETS` only)."""
+    if prompt_format == "compact_feedback":
+        if env_id not in FEEDBACK_PRESETS:
+            raise InvalidArgumentError(
+                f"prompt_format='compact_feedback' with env_id={env_id!r}: only {sorted(FEEDBACK_PRESETS)} have it; "
+                "use prompt_format='compact'")
+        return FEEDBACK_PRESETS[env_id]
     if prompt_format == "compact" and env_id in PRESETS:
         return PRESETS[env_id]
     return Preset()

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from teamgym.errors import InvalidArgumentError, check_choice, check_int, check_number
 from teamgym.rollout.settings import BACKENDS
 
-__all__ = ["AGGREGATIONS", "KL_REFERENCES", "PRM_LOSSES", "PRM_TARGETS", "RATIOS", "CriticConfig", "PPOConfig",
-           "PRMConfig", "SamplingConfig"]
+__all__ = ["AGGREGATIONS", "KL_REFERENCES", "PRM_LOSSES", "PRM_TARGETS", "PROMPT_FORMATS", "RATIOS", "CriticConfig",
+           "PPOConfig", "PRMConfig", "SamplingConfig"]
 
 #: The loss aggregations of ``teamgym.algos.aggregate``, spelled here so that the config loads without torch (a test
 #: keeps the two equal).
@@ -32,6 +32,10 @@ KL_REFERENCES = ("sampler", "reference")
 
 #: The value targets a learned process reward model is fitted on (``prm.target``).
 PRM_TARGETS = ("treerl", "masprm")
+
+#: The values of ``TrainConfig.prompt_format`` (:mod:`teamgym.train.presets`; spelled here so that the config loads
+#: without torch).
+PROMPT_FORMATS = ("compact", "compact_feedback", "env", "chat")
 
 #: What a learned process reward model's fit minimises (``prm.loss``; ``teamgym.wrappers.prm.PRM_LOSSES``, spelled
 #: here so that the config loads without torch).

@@ -29,18 +29,29 @@ class Demonstration:
     completion: str
 
 
-def collect_demonstrations(env_fn: Callable[[], Any], preset: Preset, task_ids: Sequence[Any]) -> list[Demonstration]:
-    """Every step of the preset's expert playing each task in ``task_ids``."""
+def collect_demonstrations(env_fn: Callable[[], Any], preset: Preset, task_ids: Sequence[Any],
+                           perturbed: Sequence[Any] = ()) -> list[Demonstration]:
+    """Every step of the preset's expert playing each task in ``task_ids``, then each task in ``perturbed`` again
+    from where a random first turn (the preset's ``perturbation``, drawn from ``numpy.random.default_rng(task_id)``;
+    not a demonstration) left it: demonstrations of later turns, which the expert alone never reaches (it solves a
+    task in one turn)."""
     if preset.demonstration is None:
         raise InvalidArgumentError(
             "sft_steps > 0 but this env has no scripted demonstrations in its preset: set sft_steps=0 "
             "(or prompt_format='compact' for an env with a preset)"
         )
+    if perturbed and preset.perturbation is None:
+        raise InvalidArgumentError("sft_perturb > 0 but this env's preset has no random first turn: set sft_perturb=0 "
+                                   "(or prompt_format='compact_feedback' for plan_path)")
     slot = EnvSlot(env_fn, preset.prompt)
     demos = []
     try:
-        for task_id in task_ids:
+        for task_id, perturb in [(t, False) for t in task_ids] + [(t, True) for t in perturbed]:
             slot.reset(task_id, seed=0)
+            if perturb:
+                first_turn = preset.perturbation(slot.env, np.random.default_rng(int(task_id)))
+                while not slot.done() and slot.env.unwrapped.turn == 0:
+                    slot.env.step(first_turn[slot.env.agent_selection])
             while not slot.done():
                 node = slot.open_node()
                 completion = preset.demonstration(slot.env, node.agent)

@@ -297,8 +297,11 @@ class Trainer:
         self.evals.update({"before": before["success"], "before_sampled": before["sampled_success"]})
         if c.sft_steps > 0:
             rng = np.random.default_rng([c.seed, 2**31 - 1])
-            logger.info("warm start: the scripted expert plays %d training tasks", c.sft_tasks)
-            demos = collect_demonstrations(self._env_fn, self.preset, self.tasks.draw(rng, c.sft_tasks))
+            task_ids = self.tasks.draw(rng, c.sft_tasks)
+            perturbed = task_ids[:int(c.sft_perturb * len(task_ids))]
+            logger.info("warm start: the scripted expert plays %d training tasks%s", c.sft_tasks,
+                        f", and {len(perturbed)} of them again after a random first turn" if perturbed else "")
+            demos = collect_demonstrations(self._env_fn, self.preset, task_ids, perturbed)
             logger.info("warm start: %d SFT steps on %d demonstrations", c.sft_steps, len(demos))
             with warm_start_policies(self.policies) as policies:
                 optimizers = {name: torch.optim.AdamW(p.trainable_parameters(), lr=c.sft_lr)

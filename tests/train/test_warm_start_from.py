@@ -93,6 +93,7 @@ def test_a_shared_warm_start_run_resumes_exactly(tmp_path):
     ("n_embd", 32, "n_embd=16"),
     ("sft_steps", 4, "sft_steps=3"),
     ("temperature", 0.7, "sampling.temperature=1.0"),
+    ("sft_perturb", 0.5, "sft_perturb=0.0"),
     ("env_kwargs", {"size": 5, "max_turns": 3}, "env_kwargs"),
     ("heldout_offset", 7, "heldout_offset=1000000"),
 ])

@@ -103,6 +103,8 @@ class PlanningState(Generic[BoardT]):
     tool_status: str = "not run"
     tool_output: str = ""
     last_turn: str = ""
+    #: (moves applied, invalid moves) of the planner's last answer; None before its first, or when none was readable
+    last_plan: tuple[int, int] | None = None
     frames: dict[tuple[int, str], str] = field(default_factory=dict)
 
 
@@ -352,6 +354,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
         invalid_part = -min(1.0, INVALID_PENALTY * run.invalid)
         done = "no readable plan" if plan is None else f"{run.valid} moves applied, {run.invalid} invalid"
         state.last_turn = f"Last turn the planner answered: {done}.\n\n"
+        state.last_plan = None if plan is None else (run.valid, run.invalid)
         status = " GOAL REACHED" + (" (optimal)" if optimal_now else "") if solved_now else ""
         self._frame("planner", f"[planner] {done}.{status}\n{self._shown(state.board)}")
         return Outcome(
