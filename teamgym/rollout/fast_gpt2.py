@@ -145,7 +145,7 @@ def _new_gelu(x: torch.Tensor) -> torch.Tensor:
 
 
 def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    """transformers' ``GELUTanh`` (``gelu_pytorch_tanh``, the tiny model's activation): torch's fused kernel."""
+    """transformers' ``GELUTanh`` (a config's ``gelu_pytorch_tanh``): torch's fused kernel."""
     return F.gelu(x, approximate="tanh")
 
 

@@ -34,16 +34,15 @@ from 1), plan lines cut at 64 characters.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from teamgym.errors import InvalidArgumentError
 from teamgym.rollout.engine import default_prompt
-from teamgym.train.sections import PROMPT_FORMATS
 
-__all__ = ["Preset", "get_preset", "PRESETS", "FEEDBACK_PRESETS", "PROMPT_FORMATS"]
+__all__ = ["Preset", "get_preset", "PRESETS", "FEEDBACK_PRESETS"]
 
 
 @dataclass(frozen=True)
@@ -182,9 +181,7 @@ PRESETS: dict[str, Preset] = {
 #: turn for ``sft_perturb``'s demonstrations of later turns. Without the line, a plan whose moves are all invalid
 #: leaves the prompt as it was and greedy decoding answers it again (``benchmarks/failure_breakdown.py``).
 FEEDBACK_PRESETS: dict[str, Preset] = {
-    env_id: Preset(prompt=plan_path_feedback_prompt, demonstration=plan_path_demonstration,
-                   env_kwargs=PRESETS[env_id].env_kwargs, max_tokens=PRESETS[env_id].max_tokens,
-                   perturbation=plan_path_perturbation)
+    env_id: replace(PRESETS[env_id], prompt=plan_path_feedback_prompt, perturbation=plan_path_perturbation)
     for env_id in ("plan_path-v0", "plan_path-v1")
 }
 
