@@ -524,8 +524,9 @@ WARM_START_FIELDS = ("env_id", "env_kwargs", "prompt_format", "model", "n_layer"
 
 def warm_start_differences(source: Mapping[str, Any], config: TrainConfig) -> list[str]:
     """The :data:`WARM_START_FIELDS` paths where ``source`` (a run's saved config, nested or flat) and ``config``
-    differ, each as ``"path=theirs (this run: ours)"``; empty when ``config`` can start from that run's warm start."""
-    theirs = normalize_paths(source)
+    differ, each as ``"path=theirs (this run: ours)"``; empty when ``config`` can start from that run's warm start.
+    A field the source predates counts with its :data:`ADDED_FIELDS` value (how that run made its warm start)."""
+    theirs = saved_config_values(source)
     ours = normalize_paths(config.to_dict())
     out = []
     for path in sorted(p for p in ours if any(p == f or p.startswith(f + ".") for f in WARM_START_FIELDS)):

@@ -114,6 +114,15 @@ def test_rl_settings_may_differ_from_the_warm_starts():
     assert all(isinstance(f, str) for f in WARM_START_FIELDS)
 
 
+def test_a_warm_start_saved_before_a_field_existed_counts_with_the_fields_earlier_value():
+    # sft_perturb arrived on 2026-12-07; a warm start saved before it was made without perturbed demonstrations
+    saved = TrainConfig.from_dict({}).to_dict()
+    del saved["sft_perturb"]
+    assert warm_start_differences(saved, TrainConfig.from_dict({})) == []
+    assert warm_start_differences(saved, TrainConfig.from_dict({"sft_perturb": 0.5})) == [
+        "sft_perturb=0.0 (this run: 0.5)"]
+
+
 def test_a_folder_without_a_warm_start_checkpoint_is_refused_naming_what_it_has(tmp_path):
     train(tiny(tmp_path, "long", steps=2, checkpoint_every=1, keep_checkpoints=1))
     with pytest.raises(CheckpointError, match=r"no checkpoint of step 0.*step_00000002"):
