@@ -83,6 +83,10 @@ class Trainer:
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
         self.preset = get_preset(config.env_id, config.prompt_format)
+        if config.sft_perturb and config.sft_steps and self.preset.perturbation is None:
+            raise InvalidArgumentError(
+                f"sft_perturb={config.sft_perturb} but {config.env_id}'s {config.prompt_format!r} preset has no random "
+                "first turn: set sft_perturb=0 (or prompt_format='compact_feedback' for plan_path)")
         self.env_kwargs = {**self.preset.env_kwargs, **config.env_kwargs}
         probe = self._env_fn()  # fails now, naming a bad env option, not mid-run
         self.roles = list(probe.possible_agents)

@@ -117,6 +117,15 @@ def test_bad_settings_are_refused_naming_the_value():
         collect_demonstrations(make, PRESETS["plan_path-v1"], [1], perturbed=[1])
 
 
+def test_the_trainer_refuses_sft_perturb_without_a_random_first_turn_before_it_starts(tmp_path):
+    from teamgym.train import Trainer
+
+    config = TrainConfig.from_dict({"sft_perturb": 0.5, "output_dir": str(tmp_path / "run")})
+    with pytest.raises(InvalidArgumentError, match="sft_perturb=0.5 but plan_path-v1's 'compact' preset"):
+        Trainer(config)
+    assert not (tmp_path / "run").exists()
+
+
 def test_the_trainer_warm_starts_on_them(tmp_path):
     config = TrainConfig.from_dict({"prompt_format": "compact_feedback", "sft_perturb": 0.5, "n_layer": 1,
                                     "n_embd": 16, "n_head": 1, "sft_tasks": 8, "sft_steps": 2, "steps": 1,
