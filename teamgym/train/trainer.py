@@ -82,6 +82,10 @@ class Trainer:
         check_run_dir(self.output_dir, resume=resume)
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
+            cores = _available_cores()
+            if config.torch_threads > cores:
+                logger.warning("torch_threads=%d on %d available core(s): the threads contend and every step "
+                               "slows down; pass --torch-threads %d", config.torch_threads, cores, cores)
         self.preset = get_preset(config.env_id, config.prompt_format)
         if config.sft_perturb and config.sft_steps and self.preset.perturbation is None:
             raise InvalidArgumentError(
@@ -616,6 +620,14 @@ def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
         return trainer.train()
     finally:
         trainer.close()
+
+
+def _available_cores() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _check_device(device: str) -> None:

@@ -367,3 +367,21 @@ def test_completion_budget_survives_resume(tmp_path, monkeypatch, saved_count):
     assert all(torch.equal(a[k], b[k]) for k in a)
     monkeypatch.setattr(Trainer, "__init__", lambda *a, **k: pytest.fail("a spent run was trained again"))
     assert train(resumed, resume=True) == summary
+
+
+def test_more_torch_threads_than_cores_is_named_with_the_fix(tmp_path, monkeypatch, caplog):
+    """Two threads on a one-core host would contend: the run says so and what to pass."""
+    import teamgym.train.trainer as trainer_module
+
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(trainer_module, "_available_cores", lambda: 1)
+    try:
+        with caplog.at_level(logging.WARNING, logger="teamgym.train.trainer"):
+            Trainer(tiny(tmp_path, "threads", torch_threads=2))
+        assert "torch_threads=2 on 1 available core(s)" in caplog.text and "--torch-threads 1" in caplog.text
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="teamgym.train.trainer"):
+            Trainer(tiny(tmp_path, "one", torch_threads=1))
+        assert "torch_threads" not in caplog.text
+    finally:
+        torch.set_num_threads(threads)
