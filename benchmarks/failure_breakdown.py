@@ -16,7 +16,9 @@ weights; the numbers match the run's own greedy evaluation) and counts, per epis
 ``rescued`` counts the episodes the team solved although the tool's first plan did not: the planner's own answer,
 or a later turn. ``repeated`` counts the failed episodes in which the tool got the same prompt twice: a plan whose
 moves were all invalid left the board as it was, and the compact prompts show the board only, so greedy decoding
-answered the same plan again.
+answered the same plan again. ``same_answer`` counts the failed episodes in which the tool wrote the same completion
+at two turns: under prompts that carry the turn (``compact_feedback``) no prompt repeats, and this says whether the
+tool still answered as before.
 """
 
 from __future__ import annotations
@@ -115,6 +117,8 @@ def breakdown(run_dir: Path, step: int | None = None) -> dict[str, Any]:
         tool_prompts = [tuple(batch.prompt_ids[i]) for i in rows[episode["episode_id"]] if batch.agent[i] == "tool"]
         counts["failed"] += not success
         counts["repeated"] += not success and len(set(tool_prompts)) < len(tool_prompts)
+        tool_answers = [tuple(batch.completion_ids[i]) for i in rows[episode["episode_id"]] if batch.agent[i] == "tool"]
+        counts["same_answer"] += not success and len(set(tool_answers)) < len(tool_answers)
         one_turn = all(batch.turn[i] == 0 for i in rows[episode["episode_id"]])
         counts["rescued_by_own_first_answer"] += success and not tool_right and planner_plan != tool_plan and one_turn
     env.close()
@@ -141,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
               f"lost (it did, the team did not): {row['lost']}")
         print(f"  the planner's first answer copies the tool's plan: {row['planner_copies']} of {n}")
         print(f"  failed: {row['failed']}; the tool got the same prompt twice (greedy, the same plan): "
-              f"{row['repeated']}")
+              f"{row['repeated']}; the tool wrote the same answer at two turns: {row['same_answer']}")
         print("  the tool's first plan, moves: " + ", ".join(f"{k}: {v}" for k, v in row["tool_plan_lengths"].items()))
     return 0
 

@@ -181,10 +181,12 @@ class TrainConfig:
             then runs in a background thread while the next wave generates. 1 = lockstep, one ``generate`` call per
             model per step. Worth it where generation is batched by the engine anyway (vLLM) or the env is slow
             (sandbox runs); a CPU model that needs large batches loses more than it gains (docs/benchmarks.md).
-        torch_threads: intra-op threads of torch (0 = torch's default). 1, the default, is what the docs' numbers
-            ran on and lets two runs share 2 cores. 2 on an otherwise idle 2-core host makes the main job's RL steps
-            0.6x the time, but the thread count changes the order of float sums, so a seed gives other numbers
-            (docs/training.md, "Tried later"); two runs of 2 threads on 2 cores are 5x slower than one alone.
+        torch_threads: intra-op threads of torch (0 = torch's default). 1, the default, is what the main job's
+            numbers (README, docs/training.md "Results") ran on and lets two runs share 2 cores. 2 on an otherwise
+            idle 2-core host makes the main job's RL steps 0.6x the time, but the thread count changes the order of
+            float sums, so a seed gives other numbers (docs/training.md, "Tried on 2026-12-07 (later still)"); two
+            runs of 2 threads on 2 cores are 5x slower than one alone. The trainer warns when this exceeds the
+            cores the process may use (its CPU affinity; a cgroup quota is not seen).
         cpu_kernels: ``avx2`` (default) pins torch's and MKL's CPU kernels to AVX2, so that hosts whose CPUs differ
             (AVX2 only or AVX-512, Intel or AMD) compute the same floats and a run gives the same numbers on each;
             ``native`` lets torch use the widest the CPU has (a few percent faster). Process-wide: it takes effect

@@ -80,17 +80,18 @@ class Trainer:
         self.output_dir = Path(config.output_dir)  # created when the run starts writing: a refused run leaves none
         _check_device(config.device)
         check_run_dir(self.output_dir, resume=resume)
-        if config.torch_threads:
-            torch.set_num_threads(config.torch_threads)
-            cores = _available_cores()
-            if config.torch_threads > cores:
-                logger.warning("torch_threads=%d on %d available core(s): the threads contend and every step "
-                               "slows down; pass --torch-threads %d", config.torch_threads, cores, cores)
         self.preset = get_preset(config.env_id, config.prompt_format)
         if config.sft_perturb and config.sft_steps and self.preset.perturbation is None:
             raise InvalidArgumentError(
                 f"sft_perturb={config.sft_perturb} but {config.env_id}'s {config.prompt_format!r} preset has no random "
                 "first turn: set sft_perturb=0 (or prompt_format='compact_feedback' for plan_path)")
+        if config.torch_threads:
+            torch.set_num_threads(config.torch_threads)
+            cores = _available_cores()
+            if config.torch_threads > cores:
+                logger.warning("torch_threads=%d on %d available core(s): the threads contend and every step "
+                               "slows down; pass --torch-threads %d (torch_threads=%d)",
+                               config.torch_threads, cores, cores, cores)
         self.env_kwargs = {**self.preset.env_kwargs, **config.env_kwargs}
         probe = self._env_fn()  # fails now, naming a bad env option, not mid-run
         self.roles = list(probe.possible_agents)

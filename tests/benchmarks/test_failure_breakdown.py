@@ -51,6 +51,8 @@ def test_counts_match_the_runs_own_greedy_evaluation(tmp_path):
     assert sum(row["tool_plan_lengths"].values()) == 12 and 0 <= row["planner_copies"] <= 12
     # a weak warm start walks into walls and, seeing the same board, answers the same plan (8 of its 10 failures)
     assert row["failed"] == 12 - row["success"] and 1 <= row["repeated"] <= row["failed"]
+    # greedy decoding answers a repeated prompt as before, so every such episode wrote the same answer twice
+    assert row["repeated"] <= row["same_answer"] <= row["failed"]
     assert json.loads(json.dumps(row)) == row
 
 
