@@ -114,11 +114,10 @@ def breakdown(run_dir: Path, step: int | None = None) -> dict[str, Any]:
         counts["planner_copies"] += planner_plan is not None and planner_plan == tool_plan
         counts["rescued"] += success and not tool_right
         counts["lost"] += tool_right and not success
-        tool_prompts = [tuple(batch.prompt_ids[i]) for i in rows[episode["episode_id"]] if batch.agent[i] == "tool"]
+        tool_rows = [i for i in rows[episode["episode_id"]] if batch.agent[i] == "tool"]
         counts["failed"] += not success
-        counts["repeated"] += not success and len(set(tool_prompts)) < len(tool_prompts)
-        tool_answers = [tuple(batch.completion_ids[i]) for i in rows[episode["episode_id"]] if batch.agent[i] == "tool"]
-        counts["same_answer"] += not success and len(set(tool_answers)) < len(tool_answers)
+        for name, ids in (("repeated", batch.prompt_ids), ("same_answer", batch.completion_ids)):
+            counts[name] += not success and len({tuple(ids[i]) for i in tool_rows}) < len(tool_rows)
         one_turn = all(batch.turn[i] == 0 for i in rows[episode["episode_id"]])
         counts["rescued_by_own_first_answer"] += success and not tool_right and planner_plan != tool_plan and one_turn
     env.close()
