@@ -9,7 +9,7 @@
 ...                              kind="assert")]
 [True, False]
 
-How it works: a pool (:class:`Sandbox`, ``workers`` = ``os.cpu_count()`` by default) of warm *fork servers*,
+How it works: a pool (:class:`Sandbox`, ``workers`` = the available cores by default) of warm *fork servers*,
 each a clean ``python -s`` interpreter (never a fork of the host, which may hold torch and threads). At start
 a server enters its own mount namespace (everything read-only, ``/proc`` hidden, homes and dataset caches
 replaced by empty folders, a tmpfs as the jobs' cwd) and an empty network namespace; as non-root it first
@@ -125,7 +125,7 @@ def run_many(
 
     Args:
         jobs: :class:`Job` objects, dicts of Job fields, or bare source strings.
-        workers: fork servers to use (default ``os.cpu_count()``); changing it restarts the shared pool.
+        workers: fork servers to use (default the cores this process may run on); changing it restarts the shared pool.
         packages: installed distributions the programs may import (see :func:`run_python`).
 
     Inside :func:`prefetched`, the programs run ahead of time are not run again.

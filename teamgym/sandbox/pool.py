@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from teamgym.core.host import available_cores
 from teamgym.errors import InvalidArgumentError, SandboxError
 from teamgym.sandbox._literal import answer
 from teamgym.sandbox.result import ExecResult, Job
@@ -163,7 +164,8 @@ class Sandbox:
     and at interpreter exit.
 
     Args:
-        workers: servers (parallel jobs); default ``os.cpu_count()``.
+        workers: servers (parallel jobs); default the cores this process may run on
+            (:func:`teamgym.core.host.available_cores`).
         namespaces: False skips all namespaces, as on a kernel that refuses them: the degraded mode, for
             testing it. Leave True in production.
         packages: installed distributions (pip names, e.g. ``("sympy", "mpmath")``: list the dependencies too)
@@ -175,11 +177,11 @@ class Sandbox:
     """
 
     def __init__(self, workers: int | None = None, *, namespaces: bool = True, packages: Iterable[str] = ()):
-        workers = os.cpu_count() or 1 if workers is None else workers
+        workers = available_cores() if workers is None else workers
         if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= 1024:
             raise InvalidArgumentError(
                 f"workers={workers!r}: expected an int in [1, 1024] or None for "
-                f"os.cpu_count() ({os.cpu_count()})"
+                f"the available cores ({available_cores()})"
             )
         self.workers = workers
         self.namespaces = namespaces
@@ -336,7 +338,7 @@ def default_sandbox(workers: int | None = None, packages: Iterable[str] = ()) ->
     """
     global _default
     with _default_lock:
-        wanted = workers or os.cpu_count() or 1
+        wanted = workers or available_cores()
         needed = set(packages) | (set(_default.packages) if _default is not None and not _default._closed else set())
         if _default is None or _default._closed or _default.workers != wanted or needed != set(_default.packages):
             if _default is not None:

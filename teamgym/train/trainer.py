@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from teamgym.algos import dynamic_sampling_mask
+from teamgym.core.host import available_cores
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 from teamgym.registry import make
 from teamgym.rollout.adapters import base_policy
@@ -87,7 +88,7 @@ class Trainer:
                 "first turn: set sft_perturb=0 (or prompt_format='compact_feedback' for plan_path)")
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
-            cores = _available_cores()
+            cores = available_cores()
             if config.torch_threads > cores:
                 logger.warning("torch_threads=%d on %d available core(s): the threads contend and every step "
                                "slows down; pass --torch-threads %d (torch_threads=%d)",
@@ -621,14 +622,6 @@ def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
         return trainer.train()
     finally:
         trainer.close()
-
-
-def _available_cores() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _check_device(device: str) -> None:

@@ -374,7 +374,7 @@ def test_more_torch_threads_than_cores_is_named_with_the_fix(tmp_path, monkeypat
     import teamgym.train.trainer as trainer_module
 
     threads = torch.get_num_threads()
-    monkeypatch.setattr(trainer_module, "_available_cores", lambda: 1)
+    monkeypatch.setattr(trainer_module, "available_cores", lambda: 1)
     try:
         with caplog.at_level(logging.WARNING, logger="teamgym.train.trainer"):
             Trainer(tiny(tmp_path, "threads", torch_threads=2))
@@ -385,13 +385,3 @@ def test_more_torch_threads_than_cores_is_named_with_the_fix(tmp_path, monkeypat
         assert "torch_threads" not in caplog.text
     finally:
         torch.set_num_threads(threads)
-
-
-def test_available_cores_reads_the_affinity_mask_and_falls_back_to_the_cpu_count(monkeypatch):
-    import teamgym.train.trainer as trainer_module
-
-    monkeypatch.setattr(trainer_module.os, "sched_getaffinity", lambda pid: {3}, raising=False)
-    assert trainer_module._available_cores() == 1
-    monkeypatch.delattr(trainer_module.os, "sched_getaffinity")
-    monkeypatch.setattr(trainer_module.os, "cpu_count", lambda: 6)
-    assert trainer_module._available_cores() == 6
