@@ -5,7 +5,7 @@ from teamgym.sandbox import Sandbox
 
 
 def test_available_cores_reads_the_affinity_mask_and_falls_back_to_the_cpu_count(monkeypatch):
-    monkeypatch.setattr(host, "cpu_quota", lambda: None)
+    monkeypatch.setattr(host, "_process_quota", lambda: None)
     monkeypatch.setattr(host.os, "sched_getaffinity", lambda pid: {3}, raising=False)
     assert host.available_cores() == 1
     monkeypatch.delattr(host.os, "sched_getaffinity")
@@ -73,5 +73,5 @@ def test_unreadable_or_garbled_cgroup_files_mean_no_quota(tmp_path):
 def test_available_cores_rounds_a_quota_up_and_never_exceeds_the_affinity_mask(monkeypatch):
     monkeypatch.setattr(host.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     for quota, cores in ((None, 4), (1.5, 2), (0.2, 1), (16.0, 4)):
-        monkeypatch.setattr(host, "cpu_quota", lambda quota=quota: quota)
+        monkeypatch.setattr(host, "_process_quota", lambda quota=quota: quota)
         assert host.available_cores() == cores
