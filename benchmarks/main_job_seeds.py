@@ -4,10 +4,15 @@
     python benchmarks/main_job_seeds.py                       # seeds 0-4, the README's main job (teamgym train)
     python benchmarks/main_job_seeds.py --seeds 0 1 -- --steps 40   # arguments after -- go to teamgym train
     python benchmarks/main_job_seeds.py --jobs 2                # two seeds at a time (one per core of a 2-core host)
+    python benchmarks/main_job_seeds.py --output-dir ws -- --steps 0        # the warm starts alone, saved in ws/
+    python benchmarks/main_job_seeds.py --warm-starts ws -- --ppo-lr 5e-5   # RL variants from them, no SFT re-run
 
 Each seed is one ``python -m teamgym.train --seed N --output-dir DIR/seed_N`` run, one after the other, or ``--jobs``
 at a time (the runs use one torch thread each; running them side by side changes their timings, not their numbers).
-Prints a markdown table, then the host facts every run's ``summary.json`` records.
+Prints a markdown table, then the host facts every run's ``summary.json`` records. ``--warm-starts DIR`` starts each
+seed's RL from ``DIR/seed_N`` (``--warm-start-from``: the warm start's weights and its evaluations, so the table
+reads as a full run's), which compares RL settings over the seeds at the cost of the RL alone; its times are then
+the RL stage's.
 """
 
 from __future__ import annotations
@@ -40,7 +45,16 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--output-dir", default=None, help="where the runs go (default: a new temp folder)")
     parser.add_argument("--jobs", type=int, default=1, help="seeds run at a time (default 1)")
+    parser.add_argument("--warm-starts", type=Path, default=None,
+                        help="a folder of earlier runs of this script (seed_N each): RL starts from their warm starts")
     args = parser.parse_args(argv)
+    if args.warm_starts is not None:
+        missing = [seed for seed in args.seeds if not (args.warm_starts / f"seed_{seed}" / "summary.json").is_file()]
+        if missing:
+            parser.error(f"--warm-starts {args.warm_starts}: no finished run for seed(s) {missing} "
+                         f"(seed_N/summary.json); make them with: python benchmarks/main_job_seeds.py "
+                         f"--output-dir {args.warm_starts} "
+                         f"--seeds {' '.join(map(str, missing))} -- --steps 0")
     root = Path(args.output_dir or tempfile.mkdtemp(prefix="teamgym-main-job-seeds-"))
 
     def run(seed: int) -> dict:
@@ -48,6 +62,8 @@ def main() -> int:
         tic = time.perf_counter()
         cmd = [sys.executable, "-m", "teamgym.train", "--seed", str(seed), "--output-dir", str(out),
                "--no-progress-bar", *extra]
+        if args.warm_starts is not None:
+            cmd += ["--warm-start-from", str(args.warm_starts / f"seed_{seed}")]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         summary = json.loads((out / "summary.json").read_text())
         summary["end_to_end_seconds"] = time.perf_counter() - tic
@@ -78,7 +94,8 @@ def main() -> int:
     times = [s["end_to_end_seconds"] for s in summaries]
     print(f"\nwarm-start spread (greedy, max - min): {100 * spread:.1f} points; RL above the warm start on "
           f"{sum(g > 0 for g in rows['RL gain, greedy (points)'])} of {len(summaries)} seeds; end to end "
-          f"{min(times):.0f}-{max(times):.0f} s per seed ({max(1, args.jobs)} at a time)")
+          f"{min(times):.0f}-{max(times):.0f} s per seed ({max(1, args.jobs)} at a time"
+          f"{'; RL from saved warm starts' if args.warm_starts is not None else ''})")
     print(f"host: {json.dumps(summaries[0].get('host', {}))}")
     print(f"runs: {root}")
     return 0
