@@ -49,10 +49,11 @@ def main() -> int:
                         help="a folder of earlier runs of this script (seed_N each): RL starts from their warm starts")
     args = parser.parse_args(argv)
     if args.warm_starts is not None:
-        missing = [seed for seed in args.seeds if not (args.warm_starts / f"seed_{seed}" / "summary.json").is_file()]
-        if missing:
-            parser.error(f"--warm-starts {args.warm_starts}: no finished run for seed(s) {missing} "
-                         f"(seed_N/summary.json); make them with: python benchmarks/main_job_seeds.py "
+        missing = [seed for seed in args.seeds
+                   if not (args.warm_starts / f"seed_{seed}" / "checkpoints" / "step_00000000" / "state.pt").is_file()]
+        if missing:  # a full run keeps its last checkpoints only: its warm start (step 0) is gone
+            parser.error(f"--warm-starts {args.warm_starts}: no saved warm start for seed(s) {missing} "
+                         f"(seed_N/checkpoints/step_00000000); make them with: python benchmarks/main_job_seeds.py "
                          f"--output-dir {args.warm_starts} "
                          f"--seeds {' '.join(map(str, missing))} -- --steps 0")
     root = Path(args.output_dir or tempfile.mkdtemp(prefix="teamgym-main-job-seeds-"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 from pathlib import Path
 
 __all__ = ["available_cores", "cpu_quota"]
@@ -31,10 +32,11 @@ def _process_quota() -> float | None:
 def cpu_quota(mountinfo: str | Path = "/proc/self/mountinfo", cgroup: str | Path = "/proc/self/cgroup",
               ) -> float | None:
     """The tightest CPU quota, in cores, over this process's cgroups and their ancestors (cgroup v2 ``cpu.max``,
-    cgroup v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``); ``None`` where none is set or none can be read."""
+    cgroup v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``); ``None`` where none is set or none can be read (a file that
+    does not parse counts as none: this never raises)."""
     try:
-        groups = Path(cgroup).read_text().splitlines()
-        mounts = Path(mountinfo).read_text().splitlines()
+        groups = Path(cgroup).read_text(errors="surrogateescape").splitlines()
+        mounts = Path(mountinfo).read_text(errors="surrogateescape").splitlines()
     except OSError:
         return None
     paths = {}  # "v2" / "v1": the process's cgroup path in that hierarchy
@@ -49,7 +51,7 @@ def cpu_quota(mountinfo: str | Path = "/proc/self/mountinfo", cgroup: str | Path
         fields = line.split()
         if " - " not in line or len(fields) < 5:
             continue
-        root, mount_point = fields[3], fields[4]
+        root, mount_point = _unescape(fields[3]), _unescape(fields[4])
         fstype, _source, options = (line.split(" - ", 1)[1].split() + ["", "", ""])[:3]
         if fstype == "cgroup2":
             version = "v2"
@@ -58,8 +60,8 @@ def cpu_quota(mountinfo: str | Path = "/proc/self/mountinfo", cgroup: str | Path
         else:
             continue
         path = paths.get(version)
-        if path is None:
-            continue
+        if path is None or ".." in path.split("/") or ".." in root.split("/"):
+            continue  # outside this cgroup namespace's view (a mount from another namespace): unknown
         if root == "/":
             relative = path
         elif path == root or path.startswith(root + "/"):  # the mount shows a subtree (a container's view)
@@ -68,6 +70,11 @@ def cpu_quota(mountinfo: str | Path = "/proc/self/mountinfo", cgroup: str | Path
             continue
         quotas += _quotas(Path(mount_point), relative, version)
     return min(quotas) if quotas else None
+
+
+def _unescape(field: str) -> str:
+    """A mountinfo path field as the path: the kernel writes space, tab, newline and backslash as octal escapes."""
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match[1], 8)), field)
 
 
 def _quotas(mount_point: Path, relative: str, version: str) -> list[float]:
@@ -86,6 +93,6 @@ def _quotas(mount_point: Path, relative: str, version: str) -> list[float]:
                 period = float((directory / "cpu.cfs_period_us").read_text())
                 if quota > 0 and period > 0:
                     out.append(quota / period)
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # no such file at this level, or one that does not parse
             continue
     return out

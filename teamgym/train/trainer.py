@@ -604,8 +604,8 @@ def host_versions() -> dict[str, str]:
         cpu += f" (family {facts['cpu family']}, model {facts.get('model', '?')})"
     return {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers_version,
             "teamgym": teamgym.__version__, "torch_threads": str(torch.get_num_threads()), "cpu": cpu,
-            "cpu_count": str(os.cpu_count()), "cpu_kernels": cpu_capability(),
-            "mkl_cbwr": os.environ.get("MKL_CBWR", "")}
+            "cpu_count": str(os.cpu_count()), "available_cores": str(available_cores()),
+            "cpu_kernels": cpu_capability(), "mkl_cbwr": os.environ.get("MKL_CBWR", "")}
 
 
 def train(config: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
