@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from teamgym.core.host import available_cores
 from teamgym.errors import InvalidArgumentError, SandboxError
+from teamgym.host import available_cores
 from teamgym.sandbox._literal import answer
 from teamgym.sandbox.result import ExecResult, Job
 
@@ -165,7 +165,7 @@ class Sandbox:
 
     Args:
         workers: servers (parallel jobs); default the cores this process may run on
-            (:func:`teamgym.core.host.available_cores`).
+            (:func:`teamgym.host.available_cores`).
         namespaces: False skips all namespaces, as on a kernel that refuses them: the degraded mode, for
             testing it. Leave True in production.
         packages: installed distributions (pip names, e.g. ``("sympy", "mpmath")``: list the dependencies too)

@@ -187,7 +187,7 @@ class TrainConfig:
             float sums, so a seed gives other numbers (docs/training.md, "Tried on 2026-12-07 (later still)"); two
             runs of 2 threads on 2 cores are 5x slower than one alone. The trainer warns when this exceeds the
             cores the process can keep busy (its CPU affinity capped by a cgroup CPU quota:
-            :func:`teamgym.core.host.available_cores`); it cannot see another run sharing them.
+            :func:`teamgym.host.available_cores`); it cannot see another run sharing them.
         cpu_kernels: ``avx2`` (default) pins torch's and MKL's CPU kernels to AVX2, so that hosts whose CPUs differ
             (AVX2 only or AVX-512, Intel or AMD) compute the same floats and a run gives the same numbers on each;
             ``native`` lets torch use the widest the CPU has (a few percent faster). Process-wide: it takes effect

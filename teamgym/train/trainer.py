@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from teamgym.algos import dynamic_sampling_mask
-from teamgym.core.host import available_cores
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
+from teamgym.host import available_cores
 from teamgym.registry import make
 from teamgym.rollout.adapters import base_policy
 from teamgym.rollout.batch import AgentTurnBatch

@@ -1,6 +1,6 @@
 import os
 
-import teamgym.core.host as host
+import teamgym.host as host
 from teamgym.sandbox import Sandbox
 
 
