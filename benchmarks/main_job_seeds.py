@@ -31,6 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _stats import bootstrap_ci  # noqa: E402
 
+from teamgym.train.run_dir import STATE_FILE, checkpoint_path  # noqa: E402
+
 
 def _cell(values: list[float]) -> str:
     low, high = bootstrap_ci(values)
@@ -50,10 +52,10 @@ def main() -> int:
     args = parser.parse_args(argv)
     if args.warm_starts is not None:
         missing = [seed for seed in args.seeds
-                   if not (args.warm_starts / f"seed_{seed}" / "checkpoints" / "step_00000000" / "state.pt").is_file()]
+                   if not (checkpoint_path(args.warm_starts / f"seed_{seed}", 0) / STATE_FILE).is_file()]
         if missing:  # a full run keeps its last checkpoints only: its warm start (step 0) is gone
             parser.error(f"--warm-starts {args.warm_starts}: no saved warm start for seed(s) {missing} "
-                         f"(seed_N/checkpoints/step_00000000); make them with: python benchmarks/main_job_seeds.py "
+                         f"(seed_N/{checkpoint_path('', 0)}); make them with: python benchmarks/main_job_seeds.py "
                          f"--output-dir {args.warm_starts} "
                          f"--seeds {' '.join(map(str, missing))} -- --steps 0")
     root = Path(args.output_dir or tempfile.mkdtemp(prefix="teamgym-main-job-seeds-"))

@@ -388,8 +388,12 @@ def main() -> None:
         return
     with Sandbox(workers=1) as probe:
         iso = probe.isolation
+    try:  # a baseline checkout (benchmarks/revisions.py, which passes --json and never gets here) may predate it
+        from teamgym.host import available_cores
+    except ImportError:
+        available_cores = os.cpu_count
     print(
-        f"machine: {os.cpu_count()} cores, uid {os.geteuid()}, Python {sys.version.split()[0]}; "
+        f"machine: {available_cores()} cores, uid {os.geteuid()}, Python {sys.version.split()[0]}; "
         f"isolation: {', '.join(k for k, v in iso.items() if v is True)}"
     )
     print()

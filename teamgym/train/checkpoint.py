@@ -19,14 +19,13 @@ from typing import Any
 import torch
 
 from teamgym.errors import CheckpointError
-from teamgym.train.run_dir import list_checkpoints
+from teamgym.train.run_dir import STATE_FILE, checkpoint_path, list_checkpoints
 
-__all__ = ["save_checkpoint", "load_checkpoint", "load_latest_checkpoint", "list_checkpoints", "remove_stale_writes",
-           "verify_checkpoint"]
+__all__ = ["STATE_FILE", "save_checkpoint", "load_checkpoint", "load_latest_checkpoint", "list_checkpoints",
+           "checkpoint_path", "remove_stale_writes", "verify_checkpoint"]
 
 logger = logging.getLogger(__name__)
 
-STATE_FILE = "state.pt"
 MANIFEST = "manifest.json"
 
 
@@ -48,10 +47,10 @@ def _fsync_dir(path: Path) -> None:
 
 def save_checkpoint(root: str | Path, step: int, state: dict[str, Any], *, keep: int = 2) -> Path:
     """Write ``state`` as the checkpoint of ``step`` (steps completed) atomically; prune to the newest ``keep``."""
-    root = Path(root) / "checkpoints"
+    final = checkpoint_path(root, step)
+    root = final.parent
     root.mkdir(parents=True, exist_ok=True)
-    final = root / f"step_{step:08d}"
-    tmp = root / f".tmp-step_{step:08d}-{os.getpid()}"
+    tmp = root / f".tmp-{final.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     state_path = tmp / STATE_FILE
@@ -113,7 +112,7 @@ def load_checkpoint(output_dir: str | Path, step: int) -> dict[str, Any]:
     Raises:
         CheckpointError: there is no such checkpoint (naming the ones there are), or it is invalid (naming why).
     """
-    path = Path(output_dir) / "checkpoints" / f"step_{step:08d}"
+    path = checkpoint_path(output_dir, step)
     if not path.is_dir():
         there = ", ".join(p.name for p in list_checkpoints(output_dir)) or "none"
         raise CheckpointError(f"{output_dir} has no checkpoint of step {step} ({path}); its checkpoints: {there}")

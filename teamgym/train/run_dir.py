@@ -14,10 +14,17 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["SUMMARY_FILE", "check_run_dir", "finished_summary", "list_checkpoints"]
+__all__ = ["STATE_FILE", "SUMMARY_FILE", "check_run_dir", "checkpoint_path", "finished_summary", "list_checkpoints"]
 
 #: Written by a run when it has finished (held-out success before and after, wall time...).
 SUMMARY_FILE = "summary.json"
+#: A checkpoint's saved state, in its folder (:func:`checkpoint_path`), beside its manifest.
+STATE_FILE = "state.pt"
+
+
+def checkpoint_path(output_dir: str | Path, step: int) -> Path:
+    """The folder of ``output_dir``'s checkpoint of ``step`` (steps completed), finished or not yet written."""
+    return Path(output_dir) / "checkpoints" / f"step_{step:08d}"
 
 
 def list_checkpoints(output_dir: str | Path) -> list[Path]:

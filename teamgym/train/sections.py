@@ -166,7 +166,8 @@ class CriticConfig:
         gamma: discount per agent-turn of the GAE (Turn-PPO: 0.99), in [0, 1]; each role's next own turn is one
             gamma away.
         lam: GAE's lambda (Turn-PPO: 0.9; ``marft``'s recipe sets MARFT's 0.95), in [0, 1].
-        lr: Adam learning rate of the critic (1e-3).
+        lr: Adam learning rate of the critic (1e-3), constant over the RL steps: ``ppo.lr_schedule`` shapes the
+            policy's rate only.
         epochs: full-batch critic updates per rollout batch, each after the advantages are computed (4).
         value_clip: clip range of the value loss around the values the advantages used (0.2); None: no clipping.
         max_grad_norm: gradient clipping norm of the critic's updates.

@@ -14,6 +14,7 @@ import os
 import pytest
 import torch
 
+from teamgym.host import available_cores
 from teamgym.rollout import HFPolicy, SamplingParams
 
 vllm = pytest.importorskip("vllm")
@@ -197,8 +198,8 @@ def test_tensor_parallel_engine_loads_synced_weights_on_every_rank(checkpoint, t
         if torch.cuda.device_count() < 2:
             pytest.skip("needs 2 GPUs for tensor parallel size 2")
     else:
-        if (os.cpu_count() or 1) < 2:
-            pytest.skip("needs 2 CPU cores for two CPU ranks")
+        if available_cores() < 2 or not {0, 1} <= os.sched_getaffinity(0):
+            pytest.skip("needs cores 0 and 1 for two CPU ranks (the binding below names them)")
         monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0|1")  # one core per rank (the auto binding wants NUMA nodes)
         getattr(vllm.envs, "disable_envs_cache", lambda: None)()  # an earlier engine froze vLLM's env reads
     policy = VLLMSampler.from_model(checkpoint, max_model_len=512, gpu_memory_utilization=0.2, dtype="float32",

@@ -10,7 +10,10 @@ import torch
 
 from teamgym.errors import CheckpointError
 from teamgym.train.checkpoint import (
+    STATE_FILE,
+    checkpoint_path,
     list_checkpoints,
+    load_checkpoint,
     load_latest_checkpoint,
     remove_stale_writes,
     save_checkpoint,
@@ -29,6 +32,16 @@ def test_roundtrip_and_keep_last_two(tmp_path):
     assert [p.name for p in list_checkpoints(tmp_path)] == ["step_00000002", "step_00000003"]
     step, state = load_latest_checkpoint(tmp_path)
     assert step == 3 and torch.equal(state["weights"], torch.full((4,), 3.0))
+
+
+def test_checkpoint_path_names_where_save_writes_and_load_reads(tmp_path):
+    """One helper spells the layout (the trainer, ``--warm-start-from`` checks and benchmarks/main_job_seeds.py)."""
+    saved = _save(tmp_path, 7)
+    assert saved == checkpoint_path(tmp_path, 7) == tmp_path / "checkpoints" / "step_00000007"
+    assert (saved / STATE_FILE).is_file()
+    assert torch.equal(load_checkpoint(tmp_path, 7)["weights"], torch.full((4,), 7.0))
+    with pytest.raises(CheckpointError, match="no checkpoint of step 8"):
+        load_checkpoint(tmp_path, 8)
 
 
 def test_interrupted_write_leaves_only_a_temp_dir_that_is_ignored(tmp_path):
