@@ -2,6 +2,7 @@
 
     python benchmarks/sandbox_throughput.py            # defaults: 400 jobs per cell, workers 2 and 16
     python benchmarks/sandbox_throughput.py --jobs 1000 --workers 2 4 16
+    python benchmarks/sandbox_throughput.py --breakdown      # where a job's CPU goes, per kind of process
 
 Side by side, in one run, for a trivial program and a HumanEval-style check (a function and 8 asserts):
 
@@ -326,6 +327,61 @@ def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: i
     return rows
 
 
+def _proc_stat(pid: int) -> tuple[float, float, int, int]:
+    """(own CPU s, reaped children's CPU s, own minor faults, reaped children's minor faults) of ``pid``."""
+    with open(f"/proc/{pid}/stat") as fh:
+        f = fh.read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / _TICK, (int(f[13]) + int(f[14])) / _TICK, int(f[7]), int(f[8])
+
+
+def breakdown(program: tuple[str, str, str], n_jobs: int) -> dict[str, dict]:
+    """Where a job's CPU goes with one worker, per process kind: ms and minor page faults per job.
+
+    (a): the host (this process: the pool's thread), the server, its zygote and the job processes the server reaped;
+    (c): the host, the worker and the job forks it reaped (the worker reports its own counts when it ends)."""
+    code, stdin, expected = program
+    rows: dict[str, dict] = {}
+    with Sandbox(workers=1) as box:
+        box.run_many([{"code": code, "stdin": stdin}] * 4)
+        server = box._servers[0]
+        pids = {"server": server.proc.pid, "zygote": server.zygote_pid or server.proc.pid}  # no zygote: none counted
+        before = {k: _proc_stat(pid) for k, pid in pids.items()}
+        host, host_faults = os.times(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        outs = [r.stdout for r in box.run_many([{"code": code, "stdin": stdin, "timeout": TIMEOUT}] * n_jobs)]
+        after = {k: _proc_stat(pid) for k, pid in pids.items()}
+        host_after = os.times()
+        _row(outs, expected, 1.0, (0.0, 0.0), 0.0)  # checks the outputs
+        rows["a"] = {
+            "host": (host_after.user + host_after.system - host.user - host.system,
+                     resource.getrusage(resource.RUSAGE_SELF).ru_minflt - host_faults),
+            "server": (after["server"][0] - before["server"][0], after["server"][2] - before["server"][2]),
+            "zygote": (after["zygote"][0] - before["zygote"][0], after["zygote"][2] - before["zygote"][2])
+            if server.zygote_pid else (0.0, 0),
+            "jobs": (after["server"][1] - before["server"][1], after["server"][3] - before["server"][3]),
+        }
+    r, w = os.pipe()
+    host = os.times()
+    if os.fork() == 0:
+        os.close(r)
+        outs = [_bare_job(code, stdin) for _ in range(n_jobs)]
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        os.write(w, json.dumps({"outs": outs, "own": [own.ru_utime + own.ru_stime, own.ru_minflt],
+                                "jobs": [kids.ru_utime + kids.ru_stime, kids.ru_minflt]}).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 1 << 20):
+        data += chunk
+    os.close(r)
+    os.wait()
+    host_after, report = os.times(), json.loads(data)
+    _row(report["outs"], expected, 1.0, (0.0, 0.0), 0.0)
+    rows["c"] = {"host": (host_after.user + host_after.system - host.user - host.system, 0),
+                 "server": tuple(report["own"]), "jobs": tuple(report["jobs"])}
+    return {k: {part: (max(0.0, cpu) * 1000 / n_jobs, faults / n_jobs) for part, (cpu, faults) in v.items()}
+            for k, v in rows.items()}
+
+
 def bench_tests(workers: int, n_jobs: int, n_latency: int, entry_point: str | None) -> dict:
     """The same HumanEval check as separate tests through ``run_matrix``: with the entry point named they are literal
     calls the server makes itself (the program alone); without, the judge runs them (program + judge)."""
@@ -367,7 +423,19 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 16])
     parser.add_argument("--runners", default="abc", help="which of a, b, c to run (default all)")
     parser.add_argument("--json", action="store_true", help="print the rows as one JSON list (benchmarks/revisions.py)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="instead: per-job CPU and minor faults of each kind of process, (a) and (c), one worker")
     args = parser.parse_args()
+    if args.breakdown:
+        print("| program | runner | CPU ms/job | host | server / worker | zygote | job processes | job faults |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for label, program in (("trivial", TRIVIAL), ("HumanEval 8 asserts", HUMANEVAL)):
+            for key, parts in breakdown(program, args.jobs).items():
+                total = sum(ms for ms, _ in parts.values())
+                zygote = f"{parts['zygote'][0]:.2f}" if "zygote" in parts else ""
+                print(f"| {label} | ({key}) | {total:.2f} | {parts['host'][0]:.2f} | {parts['server'][0]:.2f} | "
+                      f"{zygote} | {parts['jobs'][0]:.2f} | {parts['jobs'][1]:.0f} |")
+        return
     names = {"a": "(a) teamgym.sandbox", "b": "(b) fresh python + rlimits", "c": "(c) bare fork + exec"}
     rows = []
     for label, program in (("trivial", TRIVIAL), ("HumanEval 8 asserts", HUMANEVAL)):

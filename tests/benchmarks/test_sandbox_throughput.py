@@ -1,0 +1,31 @@
+"""benchmarks/sandbox_throughput.py: its per-process breakdown adds up and checks the outputs, on a few jobs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _table(*args: str) -> list[list[str]]:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sandbox_throughput.py"), *args],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("| ") and not line.startswith("| program")]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+@pytest.mark.timeout(300)
+def test_breakdown_rows_add_up_to_their_total():
+    rows = _table("--breakdown", "--jobs", "20")
+    assert [(r[0], r[1]) for r in rows] == [("trivial", "(a)"), ("trivial", "(c)"), ("HumanEval 8 asserts", "(a)"),
+                                           ("HumanEval 8 asserts", "(c)")]
+    for _program, runner, total, host, server, zygote, jobs, faults in rows:
+        parts = [float(host), float(server), float(jobs)] + ([float(zygote)] if runner == "(a)" else [])
+        assert zygote == "" or runner == "(a)"
+        assert float(total) == pytest.approx(sum(parts), abs=0.02)
+        assert float(jobs) > 0 and float(faults) > 0  # every job is a process of its own, in both runners
