@@ -99,7 +99,8 @@ def _feedback(env: Any) -> str:
     base = env.unwrapped
     if base.turn == 0:
         return ""
-    applied, invalid = ("-", "-") if base.state.last_plan is None else base.state.last_plan
+    last_plan = base.state.last_plan
+    applied, invalid = last_plan if isinstance(last_plan, tuple) else ("-", "-")
     return f"\nt{min(base.turn, base.max_turns - 1)} ok{applied} bad{invalid}"
 
 

@@ -102,10 +102,25 @@ class PlanningState(Generic[BoardT]):
     tool_code: str = ""
     tool_status: str = "not run"
     tool_output: str = ""
-    last_turn: str = ""
-    #: (moves applied, invalid moves) of the planner's last answer; None before its first, or when none was readable
-    last_plan: tuple[int, int] | None = None
+    #: what the planner's last answer did: (moves applied, invalid moves), ``NO_PLAN_READ`` when no plan was
+    #: readable, None before its first answer. The prompts' line about it (:attr:`last_turn`) derives from it.
+    last_plan: tuple[int, int] | str | None = None
     frames: dict[tuple[int, str], str] = field(default_factory=dict)
+
+    @property
+    def last_turn(self) -> str:
+        """The prompts' line about the planner's last answer (empty before its first)."""
+        if self.last_plan is None:
+            return ""
+        return f"Last turn the planner answered: {_answered(self.last_plan)}.\n\n"
+
+
+#: ``PlanningState.last_plan`` after an answer with no readable plan.
+NO_PLAN_READ = "no readable plan"
+
+
+def _answered(last_plan: tuple[int, int] | str) -> str:
+    return last_plan if isinstance(last_plan, str) else f"{last_plan[0]} moves applied, {last_plan[1]} invalid"
 
 
 @dataclass(frozen=True)
@@ -352,9 +367,8 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
         team = math.fsum(team_parts.values())
         format_part = -FORMAT_PENALTY if plan is None else 0.0
         invalid_part = -min(1.0, INVALID_PENALTY * run.invalid)
-        done = "no readable plan" if plan is None else f"{run.valid} moves applied, {run.invalid} invalid"
-        state.last_turn = f"Last turn the planner answered: {done}.\n\n"
-        state.last_plan = None if plan is None else (run.valid, run.invalid)
+        state.last_plan = NO_PLAN_READ if plan is None else (run.valid, run.invalid)
+        done = _answered(state.last_plan)
         status = " GOAL REACHED" + (" (optimal)" if optimal_now else "") if solved_now else ""
         self._frame("planner", f"[planner] {done}.{status}\n{self._shown(state.board)}")
         return Outcome(
