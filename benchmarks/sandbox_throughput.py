@@ -143,15 +143,18 @@ def _bare_job(code: str, stdin: str) -> str:
     return b"".join(chunks).decode()
 
 
-def _bare_pool(jobs: list[tuple[str, str]], workers: int) -> list[str]:
-    """Static split over ``workers`` forked processes, each forking per job."""
+def _bare_pool(jobs: list[tuple[str, str]], workers: int, usage: list | None = None) -> list[str]:
+    """Static split over ``workers`` forked processes, each forking per job. With ``usage``, each worker's own
+    ``[CPU s, minor faults]`` and its job forks' are appended to it."""
     readers = []
     for w in range(workers):
         r, wfd = os.pipe()
         if os.fork() == 0:
             os.close(r)
             outs = [_bare_job(c, s) for c, s in jobs[w::workers]]
-            os.write(wfd, json.dumps(outs).encode())
+            own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+            counts = [[u.ru_utime + u.ru_stime, u.ru_minflt] for u in (own, kids)]
+            os.write(wfd, json.dumps({"outs": outs, "usage": counts}).encode())
             os._exit(0)
         os.close(wfd)
         readers.append(r)
@@ -161,7 +164,10 @@ def _bare_pool(jobs: list[tuple[str, str]], workers: int) -> list[str]:
         while chunk := os.read(r, 1 << 20):
             data += chunk
         os.close(r)
-        results[w::workers] = json.loads(data)
+        report = json.loads(data)
+        results[w::workers] = report["outs"]
+        if usage is not None:
+            usage.append(report["usage"])
     for _ in readers:
         os.wait()
     return results
@@ -227,13 +233,19 @@ def _tree_pss_mb(root: int) -> float:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
+def _proc_stat(pid: int) -> tuple[float, float, int]:
+    """(own CPU s, CPU s of the children it reaped, their minor faults) of ``pid``, from ``/proc/PID/stat``."""
+    with open(f"/proc/{pid}/stat") as fh:
+        f = fh.read().rsplit(")", 1)[1].split()  # f[0] is field 3 of proc(5), the state
+    return (int(f[11]) + int(f[12])) / _TICK, (int(f[13]) + int(f[14])) / _TICK, int(f[8])
+
+
 def _pid_cpu(pid: int | None, reaped: bool) -> float:
     """CPU seconds of ``pid`` (and, with ``reaped``, of its children it has reaped)."""
     if pid is None:
         return 0.0
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11 : 15 if reaped else 13]) / _TICK
+    own, children, _ = _proc_stat(pid)
+    return own + children if reaped else own
 
 
 def _sandbox_cpu(box: Sandbox) -> float:
@@ -327,59 +339,30 @@ def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: i
     return rows
 
 
-def _proc_stat(pid: int) -> tuple[float, float, int, int]:
-    """(own CPU s, reaped children's CPU s, own minor faults, reaped children's minor faults) of ``pid``."""
-    with open(f"/proc/{pid}/stat") as fh:
-        f = fh.read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / _TICK, (int(f[13]) + int(f[14])) / _TICK, int(f[7]), int(f[8])
-
-
-def breakdown(program: tuple[str, str, str], n_jobs: int) -> dict[str, dict]:
-    """Where a job's CPU goes with one worker, per process kind: ms and minor page faults per job.
-
-    (a): the host (this process: the pool's thread), the server, its zygote and the job processes the server reaped;
-    (c): the host, the worker and the job forks it reaped (the worker reports its own counts when it ends)."""
+def breakdown(program: tuple[str, str, str], n_jobs: int) -> dict[str, dict[str, float]]:
+    """Where a job's CPU goes with one worker: ms per job for each kind of process, and the job processes' minor
+    faults per job. (a): the host (this process: the pool's thread), the server, its zygote (none: 0) and the job
+    processes the server reaped; (c): the host, the worker and the job forks it reaped (as the worker counts them)."""
     code, stdin, expected = program
-    rows: dict[str, dict] = {}
     with Sandbox(workers=1) as box:
         box.run_many([{"code": code, "stdin": stdin}] * 4)
         server = box._servers[0]
-        pids = {"server": server.proc.pid, "zygote": server.zygote_pid or server.proc.pid}  # no zygote: none counted
-        before = {k: _proc_stat(pid) for k, pid in pids.items()}
-        host, host_faults = os.times(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        zygote = server.zygote_pid
+        before, zygote_before, host = _proc_stat(server.proc.pid), _pid_cpu(zygote, False), os.times()
         outs = [r.stdout for r in box.run_many([{"code": code, "stdin": stdin, "timeout": TIMEOUT}] * n_jobs)]
-        after = {k: _proc_stat(pid) for k, pid in pids.items()}
-        host_after = os.times()
-        _row(outs, expected, 1.0, (0.0, 0.0), 0.0)  # checks the outputs
-        rows["a"] = {
-            "host": (host_after.user + host_after.system - host.user - host.system,
-                     resource.getrusage(resource.RUSAGE_SELF).ru_minflt - host_faults),
-            "server": (after["server"][0] - before["server"][0], after["server"][2] - before["server"][2]),
-            "zygote": (after["zygote"][0] - before["zygote"][0], after["zygote"][2] - before["zygote"][2])
-            if server.zygote_pid else (0.0, 0),
-            "jobs": (after["server"][1] - before["server"][1], after["server"][3] - before["server"][3]),
-        }
-    r, w = os.pipe()
+        after, zygote_after, host_after = _proc_stat(server.proc.pid), _pid_cpu(zygote, False), os.times()
+    _row(outs, expected, 1.0, (0.0, 0.0), 0.0)  # checks the outputs
+    a = {"host": host_after.user + host_after.system - host.user - host.system, "server": after[0] - before[0],
+         "zygote": zygote_after - zygote_before, "jobs": after[1] - before[1], "job_faults": after[2] - before[2]}
+    usage: list = []
     host = os.times()
-    if os.fork() == 0:
-        os.close(r)
-        outs = [_bare_job(code, stdin) for _ in range(n_jobs)]
-        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        os.write(w, json.dumps({"outs": outs, "own": [own.ru_utime + own.ru_stime, own.ru_minflt],
-                                "jobs": [kids.ru_utime + kids.ru_stime, kids.ru_minflt]}).encode())
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 1 << 20):
-        data += chunk
-    os.close(r)
-    os.wait()
-    host_after, report = os.times(), json.loads(data)
-    _row(report["outs"], expected, 1.0, (0.0, 0.0), 0.0)
-    rows["c"] = {"host": (host_after.user + host_after.system - host.user - host.system, 0),
-                 "server": tuple(report["own"]), "jobs": tuple(report["jobs"])}
-    return {k: {part: (max(0.0, cpu) * 1000 / n_jobs, faults / n_jobs) for part, (cpu, faults) in v.items()}
-            for k, v in rows.items()}
+    _row(_bare_pool([(code, stdin)] * n_jobs, 1, usage), expected, 1.0, (0.0, 0.0), 0.0)
+    host_after = os.times()
+    (worker_cpu, _), (jobs_cpu, jobs_faults) = usage[0]
+    c = {"host": host_after.user + host_after.system - host.user - host.system, "server": worker_cpu,
+         "jobs": jobs_cpu, "job_faults": jobs_faults}
+    return {key: {part: (v if part == "job_faults" else max(0.0, v) * 1000) / n_jobs for part, v in row.items()}
+            for key, row in (("a", a), ("c", c))}
 
 
 def bench_tests(workers: int, n_jobs: int, n_latency: int, entry_point: str | None) -> dict:
@@ -431,10 +414,10 @@ def main() -> None:
         print("|---|---|---:|---:|---:|---:|---:|---:|")
         for label, program in (("trivial", TRIVIAL), ("HumanEval 8 asserts", HUMANEVAL)):
             for key, parts in breakdown(program, args.jobs).items():
-                total = sum(ms for ms, _ in parts.values())
-                zygote = f"{parts['zygote'][0]:.2f}" if "zygote" in parts else ""
-                print(f"| {label} | ({key}) | {total:.2f} | {parts['host'][0]:.2f} | {parts['server'][0]:.2f} | "
-                      f"{zygote} | {parts['jobs'][0]:.2f} | {parts['jobs'][1]:.0f} |")
+                total = sum(v for part, v in parts.items() if part != "job_faults")
+                zygote = f"{parts['zygote']:.2f}" if "zygote" in parts else ""
+                print(f"| {label} | ({key}) | {total:.2f} | {parts['host']:.2f} | {parts['server']:.2f} | "
+                      f"{zygote} | {parts['jobs']:.2f} | {parts['job_faults']:.0f} |")
         return
     names = {"a": "(a) teamgym.sandbox", "b": "(b) fresh python + rlimits", "c": "(c) bare fork + exec"}
     rows = []
@@ -456,7 +439,7 @@ def main() -> None:
         return
     with Sandbox(workers=1) as probe:
         iso = probe.isolation
-    try:  # a baseline checkout (benchmarks/revisions.py, which passes --json and never gets here) may predate it
+    try:  # a teamgym on PYTHONPATH from before teamgym.host (the baselines of benchmarks/revisions.py pass --json)
         from teamgym.host import available_cores
     except ImportError:
         available_cores = os.cpu_count

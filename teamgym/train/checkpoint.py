@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from teamgym.errors import CheckpointError
-from teamgym.train.run_dir import STATE_FILE, checkpoint_path, list_checkpoints
+from teamgym.train.run_dir import STATE_FILE, checkpoint_path, checkpoints_dir, list_checkpoints
 
 __all__ = ["STATE_FILE", "save_checkpoint", "load_checkpoint", "load_latest_checkpoint", "list_checkpoints",
            "checkpoint_path", "remove_stale_writes", "verify_checkpoint"]
@@ -79,7 +79,7 @@ def remove_stale_writes(output_dir: str | Path) -> list[Path]:
 
     Called as a run starts or resumes: a run owns its output dir, so no other write can be in flight there.
     """
-    root = Path(output_dir) / "checkpoints"
+    root = checkpoints_dir(output_dir)
     stale = sorted(p for p in root.glob(".tmp-step_*") if p.is_dir()) if root.is_dir() else []
     for path in stale:
         logger.warning("removing %s, left by an interrupted checkpoint write", path)

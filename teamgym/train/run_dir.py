@@ -14,7 +14,8 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["STATE_FILE", "SUMMARY_FILE", "check_run_dir", "checkpoint_path", "finished_summary", "list_checkpoints"]
+__all__ = ["STATE_FILE", "SUMMARY_FILE", "check_run_dir", "checkpoint_path", "checkpoints_dir", "finished_summary",
+           "list_checkpoints"]
 
 #: Written by a run when it has finished (held-out success before and after, wall time...).
 SUMMARY_FILE = "summary.json"
@@ -22,14 +23,19 @@ SUMMARY_FILE = "summary.json"
 STATE_FILE = "state.pt"
 
 
+def checkpoints_dir(output_dir: str | Path) -> Path:
+    """The folder of ``output_dir``'s checkpoints (each one a folder of its own, :func:`checkpoint_path`)."""
+    return Path(output_dir) / "checkpoints"
+
+
 def checkpoint_path(output_dir: str | Path, step: int) -> Path:
     """The folder of ``output_dir``'s checkpoint of ``step`` (steps completed), finished or not yet written."""
-    return Path(output_dir) / "checkpoints" / f"step_{step:08d}"
+    return checkpoints_dir(output_dir) / f"step_{step:08d}"
 
 
 def list_checkpoints(output_dir: str | Path) -> list[Path]:
     """Finished checkpoint dirs under ``output_dir``, oldest first (temp dirs of interrupted writes excluded)."""
-    root = Path(output_dir) / "checkpoints"
+    root = checkpoints_dir(output_dir)
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_"))
