@@ -27,6 +27,8 @@ __all__ = ["STATE_FILE", "save_checkpoint", "load_checkpoint", "load_latest_chec
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+#: An unfinished write's folder name starts with this, then the checkpoint's name (``.tmp-step_00000010-PID``).
+TMP_PREFIX = ".tmp-"
 
 
 def _sha256(path: Path) -> str:
@@ -50,7 +52,7 @@ def save_checkpoint(root: str | Path, step: int, state: dict[str, Any], *, keep:
     final = checkpoint_path(root, step)
     root = final.parent
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".tmp-{final.name}-{os.getpid()}"
+    tmp = root / f"{TMP_PREFIX}{final.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     state_path = tmp / STATE_FILE
@@ -75,12 +77,12 @@ def save_checkpoint(root: str | Path, step: int, state: dict[str, Any], *, keep:
 
 
 def remove_stale_writes(output_dir: str | Path) -> list[Path]:
-    """Delete the ``.tmp-step_*`` dirs that interrupted writes left in ``output_dir/checkpoints``; returns them.
+    """Delete the ``.tmp-*`` dirs that interrupted writes left in ``output_dir/checkpoints``; returns them.
 
     Called as a run starts or resumes: a run owns its output dir, so no other write can be in flight there.
     """
     root = checkpoints_dir(output_dir)
-    stale = sorted(p for p in root.glob(".tmp-step_*") if p.is_dir()) if root.is_dir() else []
+    stale = sorted(p for p in root.glob(f"{TMP_PREFIX}*") if p.is_dir()) if root.is_dir() else []
     for path in stale:
         logger.warning("removing %s, left by an interrupted checkpoint write", path)
         shutil.rmtree(path, ignore_errors=True)
