@@ -248,11 +248,16 @@ def _pid_cpu(pid: int | None, reaped: bool) -> float:
     return own + children if reaped else own
 
 
+def _own_cpu() -> float:
+    """CPU seconds so far of this process (all its threads)."""
+    own = os.times()
+    return own.user + own.system
+
+
 def _sandbox_cpu(box: Sandbox) -> float:
     """CPU seconds so far of ``box``'s servers, their zygotes and the job processes the servers reaped, plus this
     process (the host side: its pool threads)."""
-    host = os.times()
-    total = host.user + host.system
+    total = _own_cpu()
     for server in box._servers:
         if server is not None:
             total += _pid_cpu(server.proc.pid, True) + _pid_cpu(server.zygote_pid, False)
@@ -348,19 +353,17 @@ def breakdown(program: tuple[str, str, str], n_jobs: int) -> dict[str, dict[str,
         box.run_many([{"code": code, "stdin": stdin}] * 4)
         server = box._servers[0]
         zygote = server.zygote_pid
-        before, zygote_before, host = _proc_stat(server.proc.pid), _pid_cpu(zygote, False), os.times()
+        before, zygote_before, host = _proc_stat(server.proc.pid), _pid_cpu(zygote, False), _own_cpu()
         outs = [r.stdout for r in box.run_many([{"code": code, "stdin": stdin, "timeout": TIMEOUT}] * n_jobs)]
-        after, zygote_after, host_after = _proc_stat(server.proc.pid), _pid_cpu(zygote, False), os.times()
-    _row(outs, expected, 1.0, (0.0, 0.0), 0.0)  # checks the outputs
-    a = {"host": host_after.user + host_after.system - host.user - host.system, "server": after[0] - before[0],
-         "zygote": zygote_after - zygote_before, "jobs": after[1] - before[1], "job_faults": after[2] - before[2]}
+        after, zygote_after, host = _proc_stat(server.proc.pid), _pid_cpu(zygote, False), _own_cpu() - host
+    _check_outputs(outs, expected)
+    a = {"host": host, "server": after[0] - before[0], "zygote": zygote_after - zygote_before,
+         "jobs": after[1] - before[1], "job_faults": after[2] - before[2]}
     usage: list = []
-    host = os.times()
-    _row(_bare_pool([(code, stdin)] * n_jobs, 1, usage), expected, 1.0, (0.0, 0.0), 0.0)
-    host_after = os.times()
+    host = _own_cpu()
+    _check_outputs(_bare_pool([(code, stdin)] * n_jobs, 1, usage), expected)
     (worker_cpu, _), (jobs_cpu, jobs_faults) = usage[0]
-    c = {"host": host_after.user + host_after.system - host.user - host.system, "server": worker_cpu,
-         "jobs": jobs_cpu, "job_faults": jobs_faults}
+    c = {"host": _own_cpu() - host, "server": worker_cpu, "jobs": jobs_cpu, "job_faults": jobs_faults}
     return {key: {part: (v if part == "job_faults" else max(0.0, v) * 1000) / n_jobs for part, v in row.items()}
             for key, row in (("a", a), ("c", c))}
 
@@ -389,12 +392,16 @@ def bench_tests(workers: int, n_jobs: int, n_latency: int, entry_point: str | No
     return {"jobs_s": n_jobs / wall, "p50": lat[0], "p99": lat[1], "mem": peak}
 
 
-def _row(
-    outs: list[str], expected: str, wall: float, lat: tuple[float, float], peak: float, cpu: float | None = None
-) -> dict:
+def _check_outputs(outs: list[str], expected: str) -> None:
     wrong = sum(o.strip() != expected for o in outs)
     if wrong:
         raise SystemExit(f"{wrong} wrong outputs: the benchmark is invalid")
+
+
+def _row(
+    outs: list[str], expected: str, wall: float, lat: tuple[float, float], peak: float, cpu: float | None = None
+) -> dict:
+    _check_outputs(outs, expected)
     cpu_ms = cpu * 1000 / len(outs) if cpu is not None else None
     return {"jobs_s": len(outs) / wall, "cpu_ms": cpu_ms, "p50": lat[0], "p99": lat[1], "mem": peak}
 

@@ -204,7 +204,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
         the tool's last run, the turn): after most steps, and across the K restores of a tree node, they repeat."""
         state = self.state
         turn = min(self.turn, self.max_turns - 1)
-        key: tuple[Any, ...] = (self.task, state.board, turn, state.last_turn)
+        key: tuple[Any, ...] = (self.task, state.board, turn, state.last_plan)  # last_plan: what last_turn says
         if agent != "tool":
             key += (state.tool_code, state.tool_status, state.tool_output)
         last = self._prompt_memo.get(agent)
