@@ -2,7 +2,7 @@
 
     python benchmarks/sandbox_throughput.py            # defaults: 400 jobs per cell, workers 2 and 16
     python benchmarks/sandbox_throughput.py --jobs 1000 --workers 2 4 16
-    python benchmarks/sandbox_throughput.py --breakdown      # where a job's CPU goes, per kind of process
+    python benchmarks/sandbox_throughput.py --breakdown --runners ac  # where a job's CPU goes, per kind of process
 
 Side by side, in one run, for a trivial program and a HumanEval-style check (a function and 8 asserts):
 
@@ -344,10 +344,21 @@ def bench(program: tuple[str, str, str], workers: int, n_jobs: int, n_latency: i
     return rows
 
 
-def breakdown(program: tuple[str, str, str], n_jobs: int) -> dict[str, dict[str, float]]:
+def breakdown(program: tuple[str, str, str], n_jobs: int, runners: str = "ac") -> dict[str, dict[str, float]]:
     """Where a job's CPU goes with one worker: ms per job for each kind of process, and the job processes' minor
-    faults per job. (a): the host (this process: the pool's thread), the server, its zygote (none: 0) and the job
-    processes the server reaped; (c): the host, the worker and the job forks it reaped (as the worker counts them)."""
+    faults per job, for each of ``runners`` ("a", "c" or both). (a): the host (this process: the pool's thread), the
+    server, its zygote (none: 0) and the job processes the server reaped; (c): the host, the worker and the job forks
+    it reaped (as the worker counts them)."""
+    rows = {}
+    if "a" in runners:
+        rows["a"] = _breakdown_a(program, n_jobs)
+    if "c" in runners:
+        rows["c"] = _breakdown_c(program, n_jobs)
+    return {key: {part: (v if part == "job_faults" else max(0.0, v) * 1000) / n_jobs for part, v in row.items()}
+            for key, row in rows.items()}
+
+
+def _breakdown_a(program: tuple[str, str, str], n_jobs: int) -> dict[str, float]:
     code, stdin, expected = program
     with Sandbox(workers=1) as box:
         box.run_many([{"code": code, "stdin": stdin}] * 4)
@@ -357,15 +368,17 @@ def breakdown(program: tuple[str, str, str], n_jobs: int) -> dict[str, dict[str,
         outs = [r.stdout for r in box.run_many([{"code": code, "stdin": stdin, "timeout": TIMEOUT}] * n_jobs)]
         after, zygote_after, host = _proc_stat(server.proc.pid), _pid_cpu(zygote, False), _own_cpu() - host
     _check_outputs(outs, expected)
-    a = {"host": host, "server": after[0] - before[0], "zygote": zygote_after - zygote_before,
-         "jobs": after[1] - before[1], "job_faults": after[2] - before[2]}
+    return {"host": host, "server": after[0] - before[0], "zygote": zygote_after - zygote_before,
+            "jobs": after[1] - before[1], "job_faults": after[2] - before[2]}
+
+
+def _breakdown_c(program: tuple[str, str, str], n_jobs: int) -> dict[str, float]:
+    code, stdin, expected = program
     usage: list = []
     host = _own_cpu()
     _check_outputs(_bare_pool([(code, stdin)] * n_jobs, 1, usage), expected)
     (worker_cpu, _), (jobs_cpu, jobs_faults) = usage[0]
-    c = {"host": _own_cpu() - host, "server": worker_cpu, "jobs": jobs_cpu, "job_faults": jobs_faults}
-    return {key: {part: (v if part == "job_faults" else max(0.0, v) * 1000) / n_jobs for part, v in row.items()}
-            for key, row in (("a", a), ("c", c))}
+    return {"host": _own_cpu() - host, "server": worker_cpu, "jobs": jobs_cpu, "job_faults": jobs_faults}
 
 
 def bench_tests(workers: int, n_jobs: int, n_latency: int, entry_point: str | None) -> dict:
@@ -409,23 +422,33 @@ def _row(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=400, help="jobs per cell (default 400)")
-    parser.add_argument("--latency-jobs", type=int, default=100, help="sequential jobs for p50/p99")
-    parser.add_argument("--workers", type=int, nargs="+", default=[2, 16])
-    parser.add_argument("--runners", default="abc", help="which of a, b, c to run (default all)")
+    parser.add_argument("--latency-jobs", type=int, default=None, help="sequential jobs for p50/p99 (default 100)")
+    parser.add_argument("--workers", type=int, nargs="+", default=None, help="pool sizes (default 2 16)")
+    parser.add_argument("--runners", default=None, help="which of a, b, c to run (default all; --breakdown: a, c)")
     parser.add_argument("--json", action="store_true", help="print the rows as one JSON list (benchmarks/revisions.py)")
     parser.add_argument("--breakdown", action="store_true",
                         help="instead: per-job CPU and minor faults of each kind of process, (a) and (c), one worker")
     args = parser.parse_args()
     if args.breakdown:
+        for flag, given in (("--workers", args.workers is not None), ("--latency-jobs", args.latency_jobs is not None),
+                            ("--json", args.json)):
+            if given:
+                parser.error(f"--breakdown runs one worker, no latency pass and prints a table: drop {flag}")
+        runners = args.runners or "ac"
+        if not runners or set(runners) - set("ac"):
+            parser.error(f"--breakdown measures runners a and c: got --runners {runners!r}, use a, c or ac")
         print("| program | runner | CPU ms/job | host | server / worker | zygote | job processes | job faults |")
         print("|---|---|---:|---:|---:|---:|---:|---:|")
         for label, program in (("trivial", TRIVIAL), ("HumanEval 8 asserts", HUMANEVAL)):
-            for key, parts in breakdown(program, args.jobs).items():
+            for key, parts in breakdown(program, args.jobs, runners).items():
                 total = sum(v for part, v in parts.items() if part != "job_faults")
                 zygote = f"{parts['zygote']:.2f}" if "zygote" in parts else ""
                 print(f"| {label} | ({key}) | {total:.2f} | {parts['host']:.2f} | {parts['server']:.2f} | "
                       f"{zygote} | {parts['jobs']:.2f} | {parts['job_faults']:.0f} |")
         return
+    args.workers = [2, 16] if args.workers is None else args.workers
+    args.latency_jobs = 100 if args.latency_jobs is None else args.latency_jobs
+    args.runners = "abc" if args.runners is None else args.runners
     names = {"a": "(a) teamgym.sandbox", "b": "(b) fresh python + rlimits", "c": "(c) bare fork + exec"}
     rows = []
     for label, program in (("trivial", TRIVIAL), ("HumanEval 8 asserts", HUMANEVAL)):

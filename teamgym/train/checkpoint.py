@@ -19,14 +19,13 @@ from typing import Any
 import torch
 
 from teamgym.errors import CheckpointError
-from teamgym.train.run_dir import STATE_FILE, checkpoint_path, checkpoints_dir, list_checkpoints
+from teamgym.train.run_dir import MANIFEST, STATE_FILE, checkpoint_path, checkpoints_dir, list_checkpoints
 
-__all__ = ["STATE_FILE", "save_checkpoint", "load_checkpoint", "load_latest_checkpoint", "list_checkpoints",
+__all__ = ["MANIFEST", "STATE_FILE", "save_checkpoint", "load_checkpoint", "load_latest_checkpoint", "list_checkpoints",
            "checkpoint_path", "remove_stale_writes", "verify_checkpoint"]
 
 logger = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
 #: An unfinished write's folder name starts with this, then the checkpoint's name (``.tmp-step_00000010-PID``).
 TMP_PREFIX = ".tmp-"
 

@@ -14,13 +14,16 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError
 
-__all__ = ["STATE_FILE", "SUMMARY_FILE", "check_run_dir", "checkpoint_path", "checkpoints_dir", "finished_summary",
-           "list_checkpoints"]
+__all__ = ["MANIFEST", "STATE_FILE", "SUMMARY_FILE", "check_run_dir", "checkpoint_path", "checkpoints_dir",
+           "finished_summary", "list_checkpoints"]
 
 #: Written by a run when it has finished (held-out success before and after, wall time...).
 SUMMARY_FILE = "summary.json"
 #: A checkpoint's saved state, in its folder (:func:`checkpoint_path`), beside its manifest.
 STATE_FILE = "state.pt"
+#: A checkpoint's manifest, in its folder: the step, and the SHA-256 and size of every file (see
+#: :mod:`teamgym.train.checkpoint`); a checkpoint without one is unfinished or corrupt.
+MANIFEST = "manifest.json"
 
 
 def checkpoints_dir(output_dir: str | Path) -> Path:

@@ -34,3 +34,16 @@ def test_breakdown_counts_every_kind_of_process():
         # every job is a process of its own in both runners, and (a)'s are cloned by the zygote where there is one
         assert float(jobs) > 0 and float(faults) > 10
         assert (zygote == "") if runner == "(c)" else (float(zygote) > 0) == has_zygote
+
+
+@pytest.mark.timeout(300)
+def test_breakdown_runs_the_runners_asked_for():
+    assert [(r[0], r[1]) for r in _table("--breakdown", "--jobs", "20", "--runners", "c")] == [
+        ("trivial", "(c)"), ("HumanEval 8 asserts", "(c)")]
+
+
+@pytest.mark.parametrize("args", [["--workers", "2"], ["--latency-jobs", "5"], ["--json"], ["--runners", "b"]])
+def test_breakdown_refuses_what_it_would_ignore(args):
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sandbox_throughput.py"), "--breakdown", *args],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and args[0] in done.stderr and "--breakdown" in done.stderr
