@@ -151,4 +151,8 @@ class Caller:
                 setattr(self, name, -1)
 
     def _record(self, record: dict) -> None:
-        self.records.append(json.dumps(record, separators=(",", ":")))
+        try:
+            line = json.dumps(record, separators=(",", ":"))
+        except RecursionError:  # an answer nested deeper than the encoder goes (it decoded one frame higher up)
+            line = json.dumps({"i": record.get("i"), "status": "error", "error": "the answer is nested too deeply"})
+        self.records.append(line)

@@ -65,6 +65,14 @@ class TestVerdict:
     error: str | None = None
     infra_error: str | None = None
 
+    def __post_init__(self) -> None:
+        # A program's text reaches the verdict through its records (JSON, whose escapes can spell a lone surrogate,
+        # e.g. an exception message); verdicts end up in prompts, which must encode as UTF-8 for any tokenizer.
+        for name in ("actual", "error"):
+            value = getattr(self, name)
+            if value is not None and not value.isascii():
+                object.__setattr__(self, name, value.encode("utf-8", "replace").decode("utf-8"))
+
 
 def normalize_output(text: str) -> list[str]:
     """CURE's normalisation: split lines, strip each, drop trailing empty lines."""

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from teamgym.sandbox import Sandbox
+from teamgym.sandbox import Sandbox, run_tests
 
 from .conftest import wait_clean
 
@@ -250,3 +250,86 @@ def test_next_100_jobs_right_and_fast(box: Sandbox) -> None:
     assert all(r.status == "ok" for r in results)
     assert elapsed < 5.0  # ~0.2 s normally; generous for a loaded shared machine
     assert wait_clean(box) == ([], [])
+
+
+LEAVE_BEHIND = {
+    "deep_tree": "import os\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\nopen('f', 'w').write('x')\n",
+    "long_paths": "import os\nfor _ in range(40):\n    os.mkdir('n' * 200)\n    os.chdir('n' * 200)\n"
+                  "open('secret', 'w').write('left by the last job')\n",
+    "locked_folders": "import os\nos.makedirs('a/b')\nopen('a/b/f', 'w').write('x')\nos.chmod('a/b', 0)\n"
+                      "os.chmod('a', 0)\nos.symlink('/', 'root')\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEAVE_BEHIND))
+def test_what_a_job_leaves_is_its_own_and_gone_before_the_next(name: str) -> None:
+    """A folder tree deeper than a recursive walk's stack (it killed the server: the job came back as an infra error,
+    which a trainer drops with its penalty), paths longer than PATH_MAX (they outlived the job), unreadable folders."""
+    with Sandbox(workers=1) as one:
+        result = one.run_python(LEAVE_BEHIND[name] + "print('done')", timeout=5.0)
+        assert (result.status, result.stdout, result.infra_error) == ("ok", "done\n", None)
+        after = one.run_python("import os\nprint(sorted(os.listdir('.')))")
+        assert (after.stdout, after.infra_error) == ("[]\n", None)
+
+
+def test_an_answer_nested_too_deeply_is_the_programs_failure() -> None:
+    """A program that speaks the call protocol itself (fds 5 and 6) answers each call one level deeper, through the
+    depth where the server's decoder still reads an answer and its encoder did not (that killed the server, and the
+    job came back as an infra error)."""
+    program = textwrap.dedent(
+        """
+        import json, os, struct
+        def send(data):
+            os.write(6, struct.pack(">I", len(data)) + data)
+        send(b'{"hello":"ok"}')
+        pending = b""
+        def receive():
+            global pending
+            while True:
+                if len(pending) >= 4:
+                    size = struct.unpack(">I", pending[:4])[0]
+                    if len(pending) >= 4 + size:
+                        message, pending = json.loads(pending[4:4 + size]), pending[4 + size:]
+                        return message
+                chunk = os.read(5, 1 << 20)
+                if not chunk:
+                    raise SystemExit
+                pending += chunk
+        depth = 900
+        while True:
+            seq = receive()["seq"]
+            send(b'{"seq":%d,"value":' % seq + b"[" * depth + b"]" * depth + b"}")
+            depth += 1
+        """
+    )
+    tests = [f"assert f({i}) == 0" for i in range(200)]
+    with Sandbox(workers=1) as one:
+        verdicts = run_tests(program, tests, kind="assert", entry_point="f", timeout=5.0, sandbox=one)
+        assert all(v.infra_error is None and not v.passed for v in verdicts), [v for v in verdicts if v.infra_error]
+        assert one.run_python("print(1)").stdout == "1\n"
+
+
+def test_tests_that_flood_the_judges_records_cost_the_host_little() -> None:
+    """Test code runs in the judge and can write to its record channel: 8 MiB of blank lines per judge took the host
+    four minutes to parse one line at a time (and 64 MiB, the channel's cap, would have taken half an hour)."""
+    from teamgym.sandbox._server import _record_lines
+
+    text = "\n\n  \n" + '{"i":0}\n' + "\n" * 10 + " x \n\n" + '{"i":1}'
+    assert _record_lines(text, 10) == [line for line in text.splitlines() if line.strip()]
+    assert _record_lines(text, 2) == ['{"i":0}', " x "]
+    tests = ["import os\nassert os.write(3, b'\\n' * (8 << 20) + b' ' * (8 << 20)) and False", "assert f(2) == 4"]
+    start = time.monotonic()
+    with Sandbox(workers=1) as one:
+        verdicts = run_tests("def f(x):\n    return x * 2\n", tests, kind="assert", entry_point="f", sandbox=one)
+    assert [v.passed for v in verdicts] == [False, True]
+    assert time.monotonic() - start < 30.0  # about a second; minutes before
+
+
+def test_program_text_in_a_verdict_always_encodes_as_utf8(box: Sandbox) -> None:
+    """An exception message can carry a lone surrogate through the records' JSON; verdicts end up in prompts."""
+    program = "def f(x):\n    raise ValueError('\\ud800 boom')\n"
+    for tests in (["assert f(1) == 2"], ["import sys\nassert f(1) == 2, 'x'"]):
+        verdict = run_tests(program, tests, kind="assert", entry_point="f", sandbox=box)[0]
+        assert not verdict.passed and "boom" in verdict.error
+        verdict.error.encode("utf-8")
+        verdict.actual.encode("utf-8")
