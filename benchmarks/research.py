@@ -873,6 +873,11 @@ def write_report(runs_dir: Path, results_path: Path, *, keys: Sequence[str] = QU
         "are episodes of one task compared by their return (rewards summed over turns), a tree's are the candidates "
         "of one node compared by their step reward, so a trajectory method's advantage energy is on another scale "
         "than a tree method's.", "",
+        "The envs' versions here pay the tool's `plan` term every turn (plan_path-v2, sokoban-v2 and sudoku-v1 pay "
+        "it only beyond the best plan the tool printed earlier in the episode: docs/envs): under the methods that "
+        "score the sum of the agents' rewards (`grpo`, `rloo`, `dr_mas`, `gigpo`), a planner that stalls while the "
+        "tool prints a winning plan again earns the team more than one that solves at once. Whether these runs "
+        "learned to stall was not measured.", "",
     ]
     for env in ENVS:
         if env.env_id in envs and env.flags:

@@ -18,13 +18,22 @@ register("plan_path-v0", "teamgym.envs.planning.plan_path:PlanPathEnv",
 register("plan_path-v1", "teamgym.envs.planning.plan_path:PlanPathEnv", ends_on_goal=True,
          description="A tool agent and a planner find a shortest path on a grid with obstacles (a plan must end on "
                      "the goal)")
+register("plan_path-v2", "teamgym.envs.planning.plan_path:PlanPathEnv", ends_on_goal=True, tool_plan="best",
+         description="A tool agent and a planner find a shortest path on a grid with obstacles (a plan must end on "
+                     "the goal; the tool is paid for its best plan, not every turn)")
 register("sudoku-v0", "teamgym.envs.planning.sudoku:SudokuEnv",
          description="A tool agent and a planner fill a 4x4 or 9x9 sudoku")
+register("sudoku-v1", "teamgym.envs.planning.sudoku:SudokuEnv", ends_on_goal=True, tool_plan="best",
+         description="A tool agent and a planner fill a 4x4 or 9x9 sudoku (an answer must leave it solved and fill "
+                     "each empty cell at most once; the tool is paid for its best plan)")
 register("sokoban-v0", "teamgym.envs.planning.sokoban:SokobanEnv",
          description="A tool agent and a planner push every box onto a goal")
 register("sokoban-v1", "teamgym.envs.planning.sokoban:SokobanEnv", progress="solution",
          description="A tool agent and a planner push every box onto a goal (progress: the share of a shortest "
                      "solution done)")
+register("sokoban-v2", "teamgym.envs.planning.sokoban:SokobanEnv", progress="solution", tool_plan="best",
+         description="A tool agent and a planner push every box onto a goal (progress: the share of a shortest "
+                     "solution done; the tool is paid for its best plan, not every turn)")
 register("math_tool-v0", "teamgym.envs.math_tool.env:MathToolEnv",
          description="A reasoner and a tool agent (Python) solve an exact-answer math problem")
 register("discussion-v0", "teamgym.envs.discussion.env:DiscussionEnv",

@@ -11,23 +11,23 @@ answers with a program that prints a plan (```` ```\nprint('Actions: R,D')\n``` 
 without running it) and the planner with the plan line. Demonstrations are the env's ``oracle`` planner's plan from
 the current state, written in those two formats.
 
-``plan_path-v0`` and ``plan_path-v1`` (compact; 4x4 grids, 3 turns): the grid rows with ``#`` (obstacle), ``.``
+``plan_path-v0``, ``-v1`` and ``-v2`` (compact; 4x4 grids, 3 turns): the grid rows with ``#`` (obstacle), ``.``
 (free), ``@`` (current position) and ``G`` (goal); plans ``Actions: R,D`` (a shortest path), plan lines cut at 40
 characters.
 
-``prompt_format="compact_feedback"`` (plan_path-v0 and -v1, :data:`FEEDBACK_PRESETS`): the same prompts, and from
-the second turn a line after the board with the turn and what the planner's last answer did, as the env's own
+``prompt_format="compact_feedback"`` (plan_path-v0, -v1 and -v2, :data:`FEEDBACK_PRESETS`): the same prompts, and
+from the second turn a line after the board with the turn and what the planner's last answer did, as the env's own
 prompts say (``t1 ok2 bad1``: 2 moves applied, 1 invalid; ``t1 ok- bad-``: no readable plan); a random first turn
 (1-4 random moves) for ``sft_perturb``'s demonstrations of later turns.
 
-``sokoban-v0`` (compact; 5x5 warehouses, i.e. a 3x3 floor inside the walls, 1 box, 3 turns): the warehouse rows
-as the env prints them, walls included: ``#`` wall, ``_`` floor, ``.`` goal, ``$`` box, ``*`` box on a goal, ``@``
-player, ``+`` player on a goal; plans ``Actions: U,R,R`` (a fewest-moves solution), plan lines cut at 40
-characters.
+``sokoban-v0``, ``-v1`` and ``-v2`` (compact; 5x5 warehouses, i.e. a 3x3 floor inside the walls, 1 box, 3 turns):
+the warehouse rows as the env prints them, walls included: ``#`` wall, ``_`` floor, ``.`` goal, ``$`` box, ``*`` box
+on a goal, ``@`` player, ``+`` player on a goal; plans ``Actions: U,R,R`` (a fewest-moves solution), plan lines cut at
+40 characters.
 
-``sudoku-v0`` (compact; 4x4 easy puzzles, 10 givens and 6 empty cells, 3 turns): the grid rows, a digit per filled
-cell (givens and the team's placements alike, as the env shows them) and ``.`` per empty cell, without the box
-rules; plans ``Actions: r1c2=3, r4c1=2`` (the placements that turn the board into the solution, rows and columns
+``sudoku-v0`` and ``-v1`` (compact; 4x4 easy puzzles, 10 givens and 6 empty cells, 3 turns): the grid rows, a digit
+per filled cell (givens and the team's placements alike, as the env shows them) and ``.`` per empty cell, without the
+box rules; plans ``Actions: r1c2=3, r4c1=2`` (the placements that turn the board into the solution, rows and columns
 from 1), plan lines cut at 64 characters.
 """
 
@@ -157,21 +157,25 @@ def sudoku_demonstration(env: Any, agent: str) -> str:
 
 
 PRESETS: dict[str, Preset] = {
-    # plan_path-v1 differs from v0 in when a plan reaches the goal only (it must end there).
+    # plan_path-v1 differs from v0 in when a plan reaches the goal only (it must end there), v2 from v1 in how the
+    # tool's plan term is paid only: the prompts and demonstrations are the same.
     **{env_id: Preset(prompt=plan_path_prompt, demonstration=plan_path_demonstration,
                       env_kwargs={"size": 4, "max_turns": 3}, max_tokens=48)
-       for env_id in ("plan_path-v0", "plan_path-v1")},
+       for env_id in ("plan_path-v0", "plan_path-v1", "plan_path-v2")},
     # max_tokens: room for the longest demonstration over training tasks 0-19,999 and its end-of-sequence token,
     # and a little more. plan_path: 10 moves, 46 tokens (the tool's program is 25 + 2 x moves characters); 48 fit
     # 11 moves (until 2026-12-05 it was 40, which cut every tool program of 8 moves or more: 3% of the held-out
     # tasks). sokoban: 10 moves, 46 tokens; 52 fit 13 moves. sudoku: 6 placements (every easy puzzle has at most 6
     # empty cells), 73 tokens; 81 fit 7 (a wrong digit and its correction).
-    # sokoban-v1 differs from v0 in its rewards only (progress: the share of a shortest solution done).
+    # sokoban-v1 and v2 differ from v0 in their rewards only (v1's progress: the share of a shortest solution done;
+    # v2: the tool's plan term).
     **{env_id: Preset(prompt=sokoban_prompt, demonstration=sokoban_demonstration,
                       env_kwargs={"size": 5, "num_boxes": 1, "max_turns": 3}, max_tokens=52)
-       for env_id in ("sokoban-v0", "sokoban-v1")},
-    "sudoku-v0": Preset(prompt=sudoku_prompt, demonstration=sudoku_demonstration,
-                        env_kwargs={"size": 4, "difficulty": "easy", "max_turns": 3}, max_tokens=81),
+       for env_id in ("sokoban-v0", "sokoban-v1", "sokoban-v2")},
+    # sudoku-v1: an answer fills each empty cell at most once and must leave the puzzle solved (the oracle's does).
+    **{env_id: Preset(prompt=sudoku_prompt, demonstration=sudoku_demonstration,
+                      env_kwargs={"size": 4, "difficulty": "easy", "max_turns": 3}, max_tokens=81)
+       for env_id in ("sudoku-v0", "sudoku-v1")},
     # The learning sanity envs: their own prompts are already a few characters; answers are one character.
     **{env_id: Preset(max_tokens=2) for env_id in ("sanity_bandit-v0", "sanity_relay-v0", "sanity_two_turn-v0")},
 }
@@ -183,7 +187,7 @@ PRESETS: dict[str, Preset] = {
 #: leaves the prompt as it was and greedy decoding answers it again (``benchmarks/failure_breakdown.py``).
 FEEDBACK_PRESETS: dict[str, Preset] = {
     env_id: replace(PRESETS[env_id], prompt=plan_path_feedback_prompt, perturbation=plan_path_perturbation)
-    for env_id in ("plan_path-v0", "plan_path-v1")
+    for env_id in ("plan_path-v0", "plan_path-v1", "plan_path-v2")
 }
 
 

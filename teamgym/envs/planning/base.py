@@ -27,21 +27,33 @@ tool ``format``       {-0.5, 0}    -0.5: no code block (nothing is run)
 tool ``exec``         {-0.5,       -0.5: the program failed (error, timeout, memory, output limit, killed);
                       -0.25, 0}    -0.25: it ran but printed no readable plan
 tool ``plan``         [0, 1]       its printed plan (read from stdout even if the program failed later)
-                                   simulated on a copy of the state: 1.0 if it reaches the goal, else
-                                   0.5 * the progress it would gain (>= 0)
+                                   simulated on a copy of the state: worth 1.0 if it reaches the goal, else
+                                   0.5 * the progress it would gain (>= 0). ``tool_plan="best"`` (the
+                                   newest versions) pays what it is worth beyond the best plan the tool
+                                   printed earlier in the episode, so the terms of an episode add up to its
+                                   best plan's worth (at most 1); ``"every_turn"`` (plan_path-v0/v1,
+                                   sokoban-v0/v1, sudoku-v0) pays its whole worth every turn, which a team
+                                   can farm by stalling or by splitting a plan over turns
 tool ``invalid``      [-1, 0]      -0.1 per invalid move in its printed plan (at most -1)
 planner ``format``    {-0.5, 0}    -0.5: no readable plan (nothing is applied)
 planner ``invalid``   [-1, 0]      -0.1 per invalid move applied (at most -1)
 ====================  ===========  =======================================================================
 
-``progress`` is in [0, 1], 0 at the start and 1 exactly at the goal (each family defines it), so the team's
-progress terms add up to the progress made. ``infos[agent]`` carries, after every step: ``progress``,
-``moves_used``, ``invalid_moves``, ``optimal_length``, ``team_parts`` (``progress``, ``goal``, ``optimal``),
-``state_key`` (the role and the board it acts on, for GiGPO's anchors) and the family's process signals;
-after a tool step also ``tool_status`` and ``tool_plan`` (``moves``, ``invalid``, ``reaches_goal``; ``moves`` is
--1 when no plan was readable).
+``progress`` is at most 1: 0 at the start and 1 exactly at the goal (each family defines it; plan_path's falls below
+0 further from the goal than the start), so the team's progress terms add up to the progress made. ``infos[agent]``
+carries, after every step: ``progress``, ``moves_used``, ``invalid_moves``, ``optimal_length``, ``team_parts``
+(``progress``, ``goal``, ``optimal``), ``state_key`` (the role and the board it acts on, for GiGPO's anchors) and the
+family's process signals; after a tool step also ``tool_status`` and ``tool_plan`` (``moves``, ``invalid``,
+``reaches_goal``; ``moves`` is -1 when no plan was readable).
 
 A sandbox infrastructure failure gives the tool zero terms and sets ``infos[agent]["infra_error"]``.
+
+**Why ``tool_plan="best"``.** Paid every turn, the tool's ``plan`` term rewards episodes that last: a planner that
+answers ``Actions:`` with no move leaves the board as it was, the tool prints the same winning plan again and is
+paid 1.0 again (plan_path, four stalled turns then the goal: tool 7.5 and planner 2.5 against 3.5 and 2.5 for the
+goal at once), which every estimator that scores the sum of the agents' rewards (``grpo``, ``rloo``, ``dr_mas``,
+``gigpo``...) learns; and a tool that prints part of a plan each turn is paid 0.5 * each part and 1.0 for the last,
+more than for the whole plan at once, which even per-agent estimators learn. With ``"best"`` neither pays.
 
 Use the AEC env (``teamgym.make``) for AT-GRPO's sequential turns. Under ``teamgym.make_parallel`` both agents
 decide from the observation they had at the start of the turn: the planner sees the previous turn's program.
@@ -88,6 +100,8 @@ EXEC_FAILED = 0.5
 NO_PLAN = 0.25
 #: Memory limit of the tool's program (MiB).
 TOOL_MEMORY_MB = 512
+#: How the tool's ``plan`` term may be paid (``PlanningEnv(tool_plan=...)``).
+TOOL_PLAN_PAYMENTS = ("best", "every_turn")
 
 
 @dataclass
@@ -105,6 +119,8 @@ class PlanningState(Generic[BoardT]):
     #: what the planner's last answer did: (moves applied, invalid moves), ``NO_PLAN_READ`` when no plan was
     #: readable, None before its first answer. The prompts' line about it (:attr:`last_turn`) derives from it.
     last_plan: tuple[int, int] | str | None = None
+    #: the most a plan the tool printed was worth this episode (``tool_plan="best"`` pays only beyond it)
+    tool_plan_best: float = 0.0
     frames: dict[tuple[int, str], str] = field(default_factory=dict)
 
     @property
@@ -149,6 +165,9 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
         tool_timeout: seconds the tool's program may run in the sandbox.
         max_cycles: PettingZoo's name for ``max_turns`` (one cycle = tool then planner); when given, it sets it.
+        tool_plan: how the tool's ``plan`` term is paid: ``"best"`` (beyond the best plan it printed earlier in
+            the episode) or ``"every_turn"`` (its whole worth each turn: the earlier versions; see the module
+            docstring).
     """
 
     roles: ClassVar[tuple[str, ...]] = ("tool", "planner")
@@ -164,6 +183,7 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
         render_mode: str | None = None,
         tool_timeout: float = 1.0,
         max_cycles: int | None = None,
+        tool_plan: str = "every_turn",
     ):
         super().__init__(
             max_turns=max_turns,
@@ -180,6 +200,12 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
         ):
             raise InvalidArgumentError(f"tool_timeout={tool_timeout!r}: expected seconds in (0, 60], e.g. 5.0")
         self.tool_timeout = float(tool_timeout)
+        if tool_plan not in TOOL_PLAN_PAYMENTS:
+            raise InvalidArgumentError(
+                f"tool_plan={tool_plan!r}: expected 'best' (the tool is paid for a plan beyond the best it printed "
+                "earlier in the episode) or 'every_turn' (each plan's whole worth, every turn: the earlier versions)"
+            )
+        self.tool_plan = tool_plan
         self._prompt_memo: dict[str, tuple[tuple[Any, ...], str]] = {}  # role -> (prompt inputs, prompt)
 
     # ------------------------------------------------------------------ TurnBasedTextEnv hooks
@@ -310,7 +336,12 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
         run = self._run_plan(state.board, plan) if plan is not None else None
         if run is not None:
             gain = self._progress(run.board) - self._progress(state.board)
-            parts["plan"] = 1.0 if run.reaches_goal else 0.5 * max(0.0, gain)
+            worth = 1.0 if run.reaches_goal else 0.5 * max(0.0, gain)
+            if self.tool_plan == "best":
+                parts["plan"] = max(0.0, worth - state.tool_plan_best)
+                state.tool_plan_best = max(state.tool_plan_best, worth)
+            else:
+                parts["plan"] = worth
             parts["invalid"] = -min(1.0, INVALID_PENALTY * run.invalid)
         summary = {
             "moves": -1 if plan is None else len(plan),

@@ -45,7 +45,7 @@ class FamilyHooks(Generic[TaskT, BoardT, MoveT]):
         raise NotImplementedError
 
     def _progress(self, board: BoardT) -> float:
-        """Progress in [0, 1]: 0 on the initial board, 1 exactly at the goal."""
+        """Progress, at most 1: 0 on the initial board, 1 exactly at the goal (below 0 only where further from it)."""
         raise NotImplementedError
 
     def _solved(self, board: BoardT) -> bool:

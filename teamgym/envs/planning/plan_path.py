@@ -31,7 +31,9 @@ team                  [-1, 2.5]    on the planner's step, to both agents: progre
 tool ``format``       {-0.5, 0}    no code block
 tool ``exec``         {-0.5,       program failed / printed no readable plan
                       -0.25, 0}
-tool ``plan``         [0, 1]       1 if its printed plan reaches the goal, else 0.5 * progress gain
+tool ``plan``         [0, 1]       1 if its printed plan reaches the goal, else 0.5 * progress gain;
+                                   v2: only what that is worth beyond the best plan it printed earlier
+                                   in the episode (``tool_plan="best"``)
 tool ``invalid``      [-1, 0]      -0.1 per invalid move in its printed plan
 planner ``format``    {-0.5, 0}    no readable ``Actions:`` line
 planner ``invalid``   [-1, 0]      -0.1 per invalid move applied
@@ -42,9 +44,9 @@ The maximum team return is 2.5 (reach the goal on a shortest path). Process sign
 
 **Options.** ``size`` (4..10, or ``None`` for a size drawn from the task id), ``obstacle_density`` (0 to 0.4,
 default 0.2), ``ends_on_goal`` (v1: True; a plan reaches the goal only by ending on it, moves after it apply and
-may leave it; v0: False, a plan stops as soon as it passes the goal), ``max_turns`` (default 5;
-or ``max_cycles``, PettingZoo's name for it), ``alpha``, ``tool_timeout`` (default 1 s, the sandbox's default),
-``render_mode``.
+may leave it; v0: False, a plan stops as soon as it passes the goal), ``tool_plan`` (v2: ``"best"``; v0 and v1:
+``"every_turn"``, see :mod:`teamgym.envs.planning.base`), ``max_turns`` (default 5; or ``max_cycles``, PettingZoo's
+name for it), ``alpha``, ``tool_timeout`` (default 1 s, the sandbox's default), ``render_mode``.
 
 **Scripted policies.** tool: ``oracle`` (a BFS program run in the sandbox), ``random`` (prints random moves);
 planner: ``oracle`` (a shortest path from the state), ``copy_tool`` (adopts the tool's printed plan),
@@ -53,7 +55,11 @@ planner: ``oracle`` (a shortest path from the state), ``copy_tool`` (adopts the 
 **Version history.** v0: first release. v1: ``ends_on_goal=True``: a plan must end on the goal. v0 stops a plan
 as soon as it passes the goal (both skip invalid moves), so there a walk that merely crosses the goal succeeds: a fixed
 19-move serpentine that never reads the grid solved 61.5% of 200 4x4 tasks over 3 turns (7.5% under v1), and RL
-learned to pad its plans past the goal.
+learned to pad its plans past the goal. v2: ``tool_plan="best"``: the tool's ``plan`` term pays a plan only beyond the
+best one it printed earlier in the episode; v0 and v1 pay every plan's whole worth every turn, so a planner that
+stalls (``Actions:`` with no move) while the tool prints the winning plan again earns the team more (four stalled
+turns on a 4x4 task: 10.0 summed over both agents against 6.0 for the goal at once), and a tool that prints one
+move per turn earns more than one that prints the whole plan. Tasks, moves and prompts are v1's.
 """
 
 from __future__ import annotations
@@ -168,9 +174,10 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
         alpha: float | dict[str, float] = 1.0,
         tool_timeout: float = 1.0,
         render_mode: str | None = None,
+        tool_plan: str = "every_turn",
     ):
         super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout,
-                         max_cycles=max_cycles)
+                         max_cycles=max_cycles, tool_plan=tool_plan)
         if size is not None and (
             isinstance(size, bool) or not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE
         ):
@@ -192,6 +199,8 @@ class PlanPathEnv(PlanningEnv[PathTask, Cell, str]):
         self.size = size
         self.obstacle_density = float(obstacle_density)
         self.stops_at_goal = not ends_on_goal
+        version = (2 if tool_plan == "best" else 1) if ends_on_goal else 0
+        self.metadata = {**self.metadata, "name": f"plan_path-v{version}"}
 
     def _task_from_id(self, task_id: Any) -> PathTask:
         return generate_path_task(task_id, size=self.size, obstacle_density=self.obstacle_density)

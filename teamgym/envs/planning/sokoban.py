@@ -35,7 +35,9 @@ team                  [-1, 2.5]    on the planner's step, to both agents: progre
 tool ``format``       {-0.5, 0}    no code block
 tool ``exec``         {-0.5,       program failed / printed no readable plan
                       -0.25, 0}
-tool ``plan``         [0, 1]       1 if its printed plan solves the map, else 0.5 * progress gain
+tool ``plan``         [0, 1]       1 if its printed plan solves the map, else 0.5 * progress gain;
+                                   v2: only what that is worth beyond the best plan it printed earlier
+                                   in the episode (``tool_plan="best"``)
 tool ``invalid``      [-1, 0]      -0.1 per invalid move in its printed plan
 planner ``format``    {-0.5, 0}    no readable ``Actions:`` line
 planner ``invalid``   [-1, 0]      -0.1 per invalid move applied
@@ -54,13 +56,16 @@ moves, and under group-normalised advantages (AT-GRPO) the tool learned to write
 **Options.** ``size`` (5..8, default 6), ``num_boxes`` (1..3, default 2), ``max_turns`` (default 5;
 or ``max_cycles``, PettingZoo's name for it),
 ``alpha``, ``tool_timeout`` (default 1 s; every map's forward search visits at most 20,000 layouts, so a plain
-BFS program finishes well within it), ``render_mode``, ``progress`` (``"solution"`` in v1, ``"boxes"`` in v0).
+BFS program finishes well within it), ``render_mode``, ``progress`` (``"solution"`` in v1 and v2, ``"boxes"`` in
+v0), ``tool_plan`` (v2: ``"best"``; v0 and v1: ``"every_turn"``, see :mod:`teamgym.envs.planning.base`).
 
 **Scripted policies.** tool: ``oracle`` (a BFS over player and box positions, run in the sandbox), ``random``
 (prints random moves); planner: ``oracle`` (a shortest plan from the state), ``copy_tool`` (adopts the tool's
 printed plan), ``random``.
 
-**Version history.** v1: ``progress`` is the share of a shortest solution done (it was the share of boxes on
+**Version history.** v2: ``tool_plan="best"``: the tool's ``plan`` term pays a plan only beyond the best one it printed
+earlier in the episode (v0 and v1 pay every turn, which a team farms by stalling: :mod:`teamgym.envs.planning.base`);
+everything else as v1. v1: ``progress`` is the share of a shortest solution done (it was the share of boxes on
 goals), in ``infos``, the team's progress gain and the tool's ``plan`` term; everything else as v0. v0: first
 release.
 """
@@ -158,10 +163,11 @@ class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
         alpha: float | dict[str, float] = 1.0,
         tool_timeout: float = 1.0,
         render_mode: str | None = None,
+        tool_plan: str = "every_turn",
         progress: str = "boxes",
     ):
         super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout,
-                         max_cycles=max_cycles)
+                         max_cycles=max_cycles, tool_plan=tool_plan)
         if isinstance(size, bool) or not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE:
             raise InvalidArgumentError(
                 f"size={size!r}: expected an int in [{MIN_SIZE}, {MAX_SIZE}] (the side of the "
@@ -180,7 +186,8 @@ class SokobanEnv(PlanningEnv[SokobanTask, Layout, str]):
         self.size = size
         self.num_boxes = num_boxes
         self.progress = progress
-        self.metadata = {**self.metadata, "name": PROGRESS[progress]}
+        name = "sokoban-v2" if progress == "solution" and tool_plan == "best" else PROGRESS[progress]
+        self.metadata = {**self.metadata, "name": name}
         # (level, layout) -> moves in a shortest solution, None if none is found (progress "solution"); a cache of
         # the searches, not episode state: snapshots and restores leave it alone, the level keys it by task.
         self._moves_left: dict[tuple[Level, Layout], int | None] = {}

@@ -37,7 +37,9 @@ team                  [-1, 2.5]    on the planner's step, to both agents: progre
 tool ``format``       {-0.5, 0}    no code block
 tool ``exec``         {-0.5,       program failed / printed no readable plan
                       -0.25, 0}
-tool ``plan``         [0, 1]       1 if its printed plan solves the puzzle, else 0.5 * progress gain
+tool ``plan``         [0, 1]       1 if its printed plan solves the puzzle, else 0.5 * progress gain;
+                                   v1: only what that is worth beyond the best plan it printed earlier
+                                   in the episode (``tool_plan="best"``)
 tool ``invalid``      [-1, 0]      -0.1 per invalid placement in its printed plan
 planner ``format``    {-0.5, 0}    no readable ``Actions:`` plan
 planner ``invalid``   [-1, 0]      -0.1 per invalid placement applied
@@ -48,14 +50,23 @@ right digit), ``cells_empty``, ``conflicts`` (cells whose digit repeats in their
 ``progress``, ``moves_used``, ``optimal_length`` (the number of empty cells).
 
 **Options.** ``size`` (4 or 9, default 4), ``difficulty`` (``"easy"``, ``"medium"``, ``"hard"``; default
-``"medium"``), ``max_turns`` (default 5;
-or ``max_cycles``, PettingZoo's name for it), ``alpha``, ``tool_timeout`` (default 1 s), ``render_mode``.
+``"medium"``), ``ends_on_goal`` (v1: True, every placement of an answer applies, the answer must leave the puzzle
+solved, and an answer with more placements off the givens than the puzzle has empty cells is not a readable plan;
+v0: False, an answer stops as soon as the puzzle is solved), ``tool_plan`` (v1: ``"best"``; v0: ``"every_turn"``, see
+:mod:`teamgym.envs.planning.base`), ``max_turns`` (default 5; or ``max_cycles``, PettingZoo's name for it),
+``alpha``, ``tool_timeout`` (default 1 s), ``render_mode``.
 
 **Scripted policies.** tool: ``oracle`` (a backtracking solver run in the sandbox), ``random`` (prints random
 placements); planner: ``oracle`` (the solution's placements), ``copy_tool`` (adopts the tool's printed plan),
 ``random``.
 
-**Version history.** v0: first release.
+**Version history.** v0: first release. v1: ``ends_on_goal=True`` and ``tool_plan="best"``. In v0 an answer stops at
+the first placement that solves the puzzle, a placement that clashes with a given is skipped, and the penalty for
+invalid placements stops at -1, so one answer that tries every digit in every cell solves most puzzles without
+reading them: all 288 4x4 grids as placements (32 kB) solve every puzzle, and the 16 cells x 4 digits swept up and
+down (about 1 kB) 37 of 40 easy puzzles over 3 turns (v1: 0 and 0, ``tests/envs/planning/test_tool_plan_payment.py``;
+under v1 the best of the 288 grids as one fixed answer solves 5 of 200 easy puzzles).
+v1 also pays the tool's ``plan`` term only beyond its best earlier plan (see :mod:`teamgym.envs.planning.base`).
 """
 
 from __future__ import annotations
@@ -156,15 +167,25 @@ class SudokuEnv(PlanningEnv[SudokuTask, Board, Placement]):
         alpha: float | dict[str, float] = 1.0,
         tool_timeout: float = 1.0,
         render_mode: str | None = None,
+        tool_plan: str = "every_turn",
+        ends_on_goal: bool = False,
     ):
         super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode, tool_timeout=tool_timeout,
-                         max_cycles=max_cycles)
+                         max_cycles=max_cycles, tool_plan=tool_plan)
         if isinstance(size, bool) or size not in GIVENS:
             raise InvalidArgumentError(f"size={size!r}: expected 4 (2x2 boxes) or 9 (3x3 boxes)")
         if difficulty not in GIVENS[size]:
             raise InvalidArgumentError(f"difficulty={difficulty!r}: expected one of {sorted(GIVENS[size])}")
+        if not isinstance(ends_on_goal, bool):
+            raise InvalidArgumentError(
+                f"ends_on_goal={ends_on_goal!r}: expected True (sudoku-v1: every placement applies, an answer must "
+                "leave the puzzle solved and may fill each empty cell once) or False (v0: an answer stops as soon as "
+                "the puzzle is solved)"
+            )
         self.size = size
         self.difficulty = difficulty
+        self.stops_at_goal = not ends_on_goal
+        self.metadata = {**self.metadata, "name": "sudoku-v1" if ends_on_goal and tool_plan == "best" else "sudoku-v0"}
 
     def _task_from_id(self, task_id: Any) -> SudokuTask:
         return generate_sudoku_task(task_id, size=self.size, difficulty=self.difficulty)
@@ -205,7 +226,14 @@ class SudokuEnv(PlanningEnv[SudokuTask, Board, Placement]):
         )
 
     def _parse_plan(self, text: str) -> list[Placement] | None:
-        return parse_placements(text, size=self.size)
+        plan = parse_placements(text, size=self.size)
+        if plan is None or self.stops_at_goal:
+            return plan
+        # v1: at most one placement per empty cell (placements on givens change nothing and are not counted), so
+        # an answer cannot try several digits per cell and keep whichever solves.
+        size, puzzle = self.size, self.task.puzzle
+        filled = sum(1 for r, c, _ in plan if not (0 <= r < size and 0 <= c < size and puzzle[r * size + c]))
+        return plan if filled <= puzzle.count(0) else None
 
     def _move(self, board: Board, move: Placement) -> Board | None:
         r, c, digit = move

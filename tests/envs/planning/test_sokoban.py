@@ -167,8 +167,9 @@ def _tool_reward(env, plan):
     return reward, info
 
 
-def test_v1_is_the_newest_sokoban_and_v0_keeps_counting_boxes():
-    assert teamgym.make("sokoban").unwrapped.metadata["name"] == "sokoban-v1"
+def test_v2_is_the_newest_sokoban_and_v0_keeps_counting_boxes():
+    assert teamgym.make("sokoban").unwrapped.metadata["name"] == "sokoban-v2"
+    assert teamgym.make("sokoban-v2").unwrapped.progress == "solution"
     v0, v1 = _v1("sokoban-v0"), _v1()
     assert (v0.unwrapped.progress, v1.unwrapped.progress) == ("boxes", "solution")
     with pytest.raises(InvalidArgumentError, match="progress='steps'"):
