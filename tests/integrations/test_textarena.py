@@ -117,3 +117,26 @@ def test_the_prisoners_dilemma_pays_full_cooperation_as_team_one():
     terms = env.infos["player_0"]["reward_terms"]
     assert terms["team"] == pytest.approx(1.0) and terms["edge"] == pytest.approx(-1.0)  # a three-way tie: 0 each
     assert env.infos["player_0"][EPISODE_KEY]["success"] is True
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_a_forfeit_in_three_player_tic_tac_toe_pays_no_one_but_the_game(alpha):
+    """The attack: TextArena pays +1 to each of the two others when a player forfeits (garbage twice) and -1 to each
+    loser of a game played out, so a team term of the mean reward made the forfeit the group's best outcome."""
+    env = teamgym.make("textarena/ThreePlayerTicTacToe-v0", alpha=alpha)
+    first_free = env.unwrapped.scripted_policy("player_0", "first_free")
+    returns = {}
+    for forfeit in (False, True):
+        env.reset(seed=0, options={"task_id": 0})
+        while env.agents:
+            agent = env.agent_selection
+            if env.terminations[agent] or env.truncations[agent]:
+                env.step(None)
+                continue
+            env.step("no idea" if forfeit and agent == "player_0" else first_free(env.observe(agent)))
+        returns[forfeit] = env.unwrapped.episode_summary()["returns"]
+    played, forfeited = returns[False], returns[True]
+    assert sum(played.values()) == pytest.approx(0.0, abs=1e-9)
+    assert sum(forfeited.values()) == pytest.approx(0.0, abs=1e-9)
+    assert forfeited["player_0"] < min(played.values())  # the forfeit costs its player most
+    assert played["player_0"] == pytest.approx(4 / 3)  # first_free's player_0 wins: +1 against a mean of -1/3

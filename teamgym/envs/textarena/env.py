@@ -21,19 +21,27 @@ an invalid move ends the game against the player who made it). At the final step
 ====================  ==========================================================================
 term                  meaning
 ====================  ==========================================================================
-team                  what the group earned together: the mean of the players' TextArena rewards (0
-                      in zero-sum games such as tic-tac-toe); in the prisoner's dilemma, whose TextArena
-                      rewards only rank the players, the players' mean point score over the score of
-                      full mutual cooperation (1.0 when everyone always cooperated)
-local ``edge``        the player's own TextArena reward minus ``team``
+team                  what the group earned together: in the prisoner's dilemma, whose TextArena rewards
+                      only rank the players, the players' mean point score over the score of full mutual
+                      cooperation (1.0 when everyone always cooperated); 0 in the other games, which are
+                      competitive (tic-tac-toe): no outcome pays the group as a whole
+local ``edge``        the player's own TextArena reward minus ``team`` (prisoner's dilemma), or minus the
+                      players' mean TextArena reward (the other games)
 local ``error``       -1 when TextArena itself raised on this player's action (the game then ends)
 ====================  ==========================================================================
 
-so with ``alpha=1`` a player's episode return is its TextArena reward, and ``alpha > 1`` pays the group's outcome on
-top (in the prisoner's dilemma: cooperation). Earlier steps earn 0.
+so in the prisoner's dilemma with ``alpha=1`` a player's episode return is its TextArena reward, and ``alpha > 1``
+pays cooperation on top. In the competitive games a player's return is its TextArena reward minus the players' mean,
+at any ``alpha``: the same as its TextArena reward in two-player tic-tac-toe (+1 / -1, or 0 / 0), and zero-sum in
+three-player tic-tac-toe, whose TextArena rewards are not (a win pays +1 and each loser -1; an invalid move ends the
+game with -1 for its player and +1 for each other one). Were the mean paid as ``team``, a forfeit (garbage twice)
+would raise the group's sum from -1 to +1 and, at ``alpha > 1``, every other player's return: what an estimator that
+scores the sum of the agents' rewards would learn. Earlier steps earn 0.
 
 **Success.** The game ended by its own rules with no invalid move by any player (not by a player's invalid move,
-TextArena's error or the turn limit).
+TextArena's error or the turn limit). In the prisoner's dilemma TextArena counts a decision a player does not
+state as cooperation (its prompt tells the players so): an empty answer cooperates, is no invalid move, and a game of
+empty answers is scored as full cooperation.
 
 **Scripted policies.** Tic-tac-toe games: ``first_free`` (the first empty cell, read from the board).
 The prisoner's dilemma: ``cooperate`` (cooperates with every other player, in chat and decision rounds).
@@ -46,7 +54,10 @@ thread per env, as PettingZoo envs are anyway).
 **Options.** ``game_id`` (the TextArena id), ``num_players`` (default: the game's, as registered here),
 ``max_turns`` (default 50; or ``max_cycles``, PettingZoo's name for it), ``alpha``, ``render_mode``.
 
-**Version history.** v0: first release (TextArena 0.7.4).
+**Version history.** v0: first release (TextArena 0.7.4). 2026-12-07: in the competitive games ``team`` is 0 and
+``edge`` is measured from the players' mean (``team`` was that mean): a player's return was its TextArena reward at
+``alpha=1`` and is now that minus the mean, which changes nothing in two-player tic-tac-toe. The ids keep TextArena's
+versions; no result was recorded on three-player tic-tac-toe before the change.
 """
 
 from __future__ import annotations
@@ -235,23 +246,26 @@ class TextArenaEnv(TurnBasedTextEnv[int, TextArenaState]):
             own = {a: -1.0 if a == agent else 0.0 for a in self.possible_agents}
             terms = {a: reward_terms(team=0.0, edge=0.0, error=own[a]) for a in self.possible_agents}
         else:
-            team = self._team_value(own)
-            terms = {a: reward_terms(team=team, edge=own.get(a, 0.0) - team, error=0.0) for a in self.possible_agents}
+            team, baseline = self._team_value(own)
+            terms = {a: reward_terms(team=team, edge=own.get(a, 0.0) - baseline, error=0.0)
+                     for a in self.possible_agents}
         state.final_rewards = own
         return Outcome(terms, terminated=True, info={a: {"textarena_reward": own.get(a, 0.0)} for a in own})
 
     def _info_defaults(self, agent: str) -> dict[str, Any]:
         return {"textarena_reward": 0.0}  # the game's own reward for the agent, at the end
 
-    def _team_value(self, own: dict[str, float]) -> float:
-        """The group's payoff: the mean TextArena reward, or for a prisoner's dilemma (a game that keeps point
-        scores and a mutual-cooperation payoff ``R``) its players' mean score over what full cooperation earns."""
+    def _team_value(self, own: dict[str, float]) -> tuple[float, float]:
+        """The group's payoff and what each player's ``edge`` is measured from. A prisoner's dilemma (a game that
+        keeps point scores and a mutual-cooperation payoff ``R``): its players' mean score over what full cooperation
+        earns, both times. A competitive game: 0, and the players' mean TextArena reward (so the returns sum to 0)."""
         game = self.state.game
         scores = getattr(game.state, "game_state", {}).get("scores")
         if isinstance(scores, dict) and hasattr(game, "R") and hasattr(game, "num_rounds"):
             best = float(game.R) * (self.num_players - 1) * int(game.num_rounds)
-            return sum(scores.values()) / (len(scores) * best) if best > 0 else 0.0
-        return sum(own.values()) / len(self.possible_agents)
+            team = sum(scores.values()) / (len(scores) * best) if best > 0 else 0.0
+            return team, team
+        return 0.0, sum(own.values()) / len(self.possible_agents)
 
     def _read_observation(self, state: TextArenaState) -> None:
         with self._game_random(state):
