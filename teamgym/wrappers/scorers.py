@@ -30,7 +30,7 @@ from teamgym.wrappers.process import ProcessStep, StepScorer
 
 __all__ = ["EnvProgressScorer", "MonteCarloScorer", "TextScorer", "PROGRESS_KEY"]
 
-#: The ``infos[agent]`` key of an env's rule-based progress signal (a float in [0, 1]).
+#: The ``infos[agent]`` key of an env's rule-based progress signal (a float, 1 when solved; docs/wrappers.md).
 PROGRESS_KEY = "progress"
 
 
@@ -39,7 +39,10 @@ class EnvProgressScorer(StepScorer):
 
     ``mode="delta"`` (default) scores ``progress_after - progress_before`` (0 before the first report): a
     potential-based shaping term (Ng, Harada & Russell 1999), which leaves the optimal policies unchanged and
-    sums to the final progress over an episode. ``mode="level"`` scores ``progress_after``.
+    sums to the final progress over an episode. ``mode="level"`` scores ``progress_after``: not potential-based,
+    it pays every step for the progress held, so an episode that waits near the goal earns more than one that
+    reaches it (plan_path-v1, one move short then stalling until the turn limit: 9.8 summed over both agents and
+    no success, against 6.0 for the goal at once); use it where episodes have a fixed length.
 
     Args:
         key: the infos key to read.
