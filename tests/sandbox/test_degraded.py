@@ -14,7 +14,7 @@ import pytest
 from teamgym.sandbox import Sandbox
 
 from .conftest import OuterGuard, wait_clean
-from .test_hostile import CANARY_DIR, HOSTILE, canary_dir  # noqa: F401 - the fixture
+from .test_hostile import CANARY_DIR, HOSTILE, LEAVE_BEHIND, canary_dir  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="without root and namespaces nothing is contained")
 
@@ -61,3 +61,11 @@ def test_degraded_daemon_never_writes(degraded: Sandbox) -> None:
     degraded.run_python(HOSTILE["daemonized_grandchild"][0])
     time.sleep(1.5)
     assert os.listdir(CANARY_DIR) == []
+
+
+@pytest.mark.parametrize("name", sorted(LEAVE_BEHIND))
+def test_degraded_jobs_leave_nothing_and_no_infra_error(degraded: Sandbox, name: str) -> None:
+    result = degraded.run_python(LEAVE_BEHIND[name] + "print('done')", timeout=5.0)
+    assert (result.status, result.stdout, result.infra_error) == ("ok", "done\n", None)
+    after = degraded.run_python("import os\nprint(sorted(os.listdir('.')))")
+    assert (after.stdout, after.infra_error) == ("[]\n", None)

@@ -258,6 +258,9 @@ LEAVE_BEHIND = {
                   "open('secret', 'w').write('left by the last job')\n",
     "locked_folders": "import os\nos.makedirs('a/b')\nopen('a/b/f', 'w').write('x')\nos.chmod('a/b', 0)\n"
                       "os.chmod('a', 0)\nos.symlink('/', 'root')\n",
+    "locked_working_directory": "import os\nos.makedirs('a/b')\nos.chmod('.', 0)\n",
+    "names_the_cleanup_uses": "import os\nfor n in range(8):\n    os.makedirs(f'.lifted-{n}/c/d')\n"
+                              "    open(f'.lifted-{n}/c/d/secret', 'w').write('x')\n",
 }
 
 
