@@ -24,8 +24,8 @@ register("plan_path-v2", "teamgym.envs.planning.plan_path:PlanPathEnv", ends_on_
 register("sudoku-v0", "teamgym.envs.planning.sudoku:SudokuEnv",
          description="A tool agent and a planner fill a 4x4 or 9x9 sudoku")
 register("sudoku-v1", "teamgym.envs.planning.sudoku:SudokuEnv", ends_on_goal=True, tool_plan="best",
-         description="A tool agent and a planner fill a 4x4 or 9x9 sudoku (an answer must leave it solved and fill "
-                     "each empty cell at most once; the tool is paid for its best plan)")
+         description="A tool agent and a planner fill a 4x4 or 9x9 sudoku (an answer must leave it solved, with no "
+                     "more placements than empty cells; the tool is paid for its best plan)")
 register("sokoban-v0", "teamgym.envs.planning.sokoban:SokobanEnv",
          description="A tool agent and a planner push every box onto a goal")
 register("sokoban-v1", "teamgym.envs.planning.sokoban:SokobanEnv", progress="solution",

@@ -166,13 +166,15 @@ PRESETS: dict[str, Preset] = {
     # and a little more. plan_path: 10 moves, 46 tokens (the tool's program is 25 + 2 x moves characters); 48 fit
     # 11 moves (until 2026-12-05 it was 40, which cut every tool program of 8 moves or more: 3% of the held-out
     # tasks). sokoban: 10 moves, 46 tokens; 52 fit 13 moves. sudoku: 6 placements (every easy puzzle has at most 6
-    # empty cells), 73 tokens; 81 fit 7 (a wrong digit and its correction).
+    # empty cells), 73 tokens; 81 fit 7 (under sudoku-v0, a wrong digit and its correction; sudoku-v1 reads no
+    # more placements than empty cells).
     # sokoban-v1 and v2 differ from v0 in their rewards only (v1's progress: the share of a shortest solution done;
     # v2: the tool's plan term).
     **{env_id: Preset(prompt=sokoban_prompt, demonstration=sokoban_demonstration,
                       env_kwargs={"size": 5, "num_boxes": 1, "max_turns": 3}, max_tokens=52)
        for env_id in ("sokoban-v0", "sokoban-v1", "sokoban-v2")},
-    # sudoku-v1: an answer fills each empty cell at most once and must leave the puzzle solved (the oracle's does).
+    # sudoku-v1: an answer holds no more placements than empty cells and must leave the puzzle solved (the oracle's
+    # does).
     **{env_id: Preset(prompt=sudoku_prompt, demonstration=sudoku_demonstration,
                       env_kwargs={"size": 4, "difficulty": "easy", "max_turns": 3}, max_tokens=81)
        for env_id in ("sudoku-v0", "sudoku-v1")},

@@ -140,3 +140,11 @@ def test_a_forfeit_in_three_player_tic_tac_toe_pays_no_one_but_the_game(alpha):
     assert sum(forfeited.values()) == pytest.approx(0.0, abs=1e-9)
     assert forfeited["player_0"] < min(played.values())  # the forfeit costs its player most
     assert played["player_0"] == pytest.approx(4 / 3)  # first_free's player_0 wins: +1 against a mean of -1/3
+
+
+def test_a_game_not_known_to_compete_keeps_its_reward_and_competitive_is_checked():
+    assert teamgym.make("textarena/TicTacToe-v0").unwrapped.competitive is True
+    assert TextArenaEnv("Nim-v0", num_players=2).competitive is False
+    assert TextArenaEnv("Nim-v0", num_players=2, competitive=True).competitive is True
+    with pytest.raises(InvalidArgumentError, match="competitive="):
+        TextArenaEnv("Nim-v0", num_players=2, competitive="yes")

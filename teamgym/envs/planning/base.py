@@ -18,7 +18,7 @@ Rewards (every agent's reward is ``alpha * team + local``):
 ====================  ===========  =======================================================================
 term                  range        meaning
 ====================  ===========  =======================================================================
-team (planner step)   [-1, 2.5]    ``progress`` gain of the turn + ``GOAL_BONUS`` (1.0) when the goal is
+team (planner step)   <= 2.5       ``progress`` gain of the turn + ``GOAL_BONUS`` (1.0) when the goal is
                                    reached + ``OPTIMAL_BONUS`` (0.5) when it is reached in the optimal number
                                    of moves. Both agents receive it (the tool's arrives on the planner's
                                    step); over an episode it sums to at most 2.5 (``MAX_TEAM_RETURN``).
@@ -29,11 +29,14 @@ tool ``exec``         {-0.5,       -0.5: the program failed (error, timeout, mem
 tool ``plan``         [0, 1]       its printed plan (read from stdout even if the program failed later)
                                    simulated on a copy of the state: worth 1.0 if it reaches the goal, else
                                    0.5 * the progress it would gain (>= 0). ``tool_plan="best"`` (the
-                                   newest versions) pays what it is worth beyond the best plan the tool
-                                   printed earlier in the episode, so the terms of an episode add up to its
-                                   best plan's worth (at most 1); ``"every_turn"`` (plan_path-v0/v1,
-                                   sokoban-v0/v1, sudoku-v0) pays its whole worth every turn, which a team
-                                   can farm by stalling or by splitting a plan over turns
+                                   newest versions) caps a plan short of the goal at 0.5 and pays what a
+                                   plan is worth beyond the best plan the tool printed earlier in the
+                                   episode, so the terms of an episode add up to its best plan's worth (at
+                                   most 1); ``"every_turn"`` (plan_path-v0/v1, sokoban-v0/v1, sudoku-v0)
+                                   pays its whole worth every turn, which a team can farm by stalling or by
+                                   splitting a plan over turns (and on plan_path a plan short of the goal
+                                   is worth more than 1 from a board further than about twice the start's
+                                   distance from the goal)
 tool ``invalid``      [-1, 0]      -0.1 per invalid move in its printed plan (at most -1)
 planner ``format``    {-0.5, 0}    -0.5: no readable plan (nothing is applied)
 planner ``invalid``   [-1, 0]      -0.1 per invalid move applied (at most -1)
@@ -338,6 +341,9 @@ class PlanningEnv(TurnBasedTextEnv[TaskT, "PlanningState[BoardT]"], FamilyHooks[
             gain = self._progress(run.board) - self._progress(state.board)
             worth = 1.0 if run.reaches_goal else 0.5 * max(0.0, gain)
             if self.tool_plan == "best":
+                # A plan short of the goal is worth at most 0.5: plan_path's progress goes below 0 away from the
+                # goal, so from far enough its gain could pass 2, and the plan be worth more than reaching the goal.
+                worth = 1.0 if run.reaches_goal else min(0.5, worth)
                 parts["plan"] = max(0.0, worth - state.tool_plan_best)
                 state.tool_plan_best = max(state.tool_plan_best, worth)
             else:

@@ -25,15 +25,18 @@ or off the grid is invalid (skipped, penalised).
 ====================  ===========  ==============================================================
 term                  range        meaning
 ====================  ===========  ==============================================================
-team                  [-1, 2.5]    on the planner's step, to both agents: progress gain
-                                   (``1 - distance / optimal_length``) + 1.0 at the goal
-                                   + 0.5 if the goal took exactly ``optimal_length`` moves
+team                  <= 2.5       on the planner's step, to both agents: progress gain
+                                   (``1 - distance / optimal_length``, below 0 further from the goal
+                                   than the start: a plan that walks far away loses more than 1)
+                                   + 1.0 at the goal + 0.5 if the goal took exactly ``optimal_length``
+                                   moves
 tool ``format``       {-0.5, 0}    no code block
 tool ``exec``         {-0.5,       program failed / printed no readable plan
                       -0.25, 0}
-tool ``plan``         [0, 1]       1 if its printed plan reaches the goal, else 0.5 * progress gain;
-                                   v2: only what that is worth beyond the best plan it printed earlier
-                                   in the episode (``tool_plan="best"``)
+tool ``plan``         [0, 1]       1 if its printed plan reaches the goal, else 0.5 * progress gain
+                                   (v0, v1: more than 1 from a board far enough from the goal); v2: at
+                                   most 0.5 short of the goal, and only what a plan is worth beyond the
+                                   best plan it printed earlier in the episode (``tool_plan="best"``)
 tool ``invalid``      [-1, 0]      -0.1 per invalid move in its printed plan
 planner ``format``    {-0.5, 0}    no readable ``Actions:`` line
 planner ``invalid``   [-1, 0]      -0.1 per invalid move applied

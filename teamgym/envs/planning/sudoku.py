@@ -179,8 +179,8 @@ class SudokuEnv(PlanningEnv[SudokuTask, Board, Placement]):
         if not isinstance(ends_on_goal, bool):
             raise InvalidArgumentError(
                 f"ends_on_goal={ends_on_goal!r}: expected True (sudoku-v1: every placement applies, an answer must "
-                "leave the puzzle solved and may fill each empty cell once) or False (v0: an answer stops as soon as "
-                "the puzzle is solved)"
+                "leave the puzzle solved and hold no more placements off the givens than empty cells) or False (v0: "
+                "an answer stops as soon as the puzzle is solved)"
             )
         self.size = size
         self.difficulty = difficulty
@@ -229,8 +229,9 @@ class SudokuEnv(PlanningEnv[SudokuTask, Board, Placement]):
         plan = parse_placements(text, size=self.size)
         if plan is None or self.stops_at_goal:
             return plan
-        # v1: at most one placement per empty cell (placements on givens change nothing and are not counted), so
-        # an answer cannot try several digits per cell and keep whichever solves.
+        # v1: no more placements off the givens than empty cells (placements on givens change nothing and are not
+        # counted; two in one cell count twice), so an answer cannot try several digits per cell and keep whichever
+        # solves (with every placement applied, a second digit in a cell only replaces the first).
         size, puzzle = self.size, self.task.puzzle
         filled = sum(1 for r, c, _ in plan if not (0 <= r < size and 0 <= c < size and puzzle[r * size + c]))
         return plan if filled <= puzzle.count(0) else None

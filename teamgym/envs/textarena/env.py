@@ -23,20 +23,21 @@ term                  meaning
 ====================  ==========================================================================
 team                  what the group earned together: in the prisoner's dilemma, whose TextArena rewards
                       only rank the players, the players' mean point score over the score of full mutual
-                      cooperation (1.0 when everyone always cooperated); 0 in the other games, which are
-                      competitive (tic-tac-toe): no outcome pays the group as a whole
-local ``edge``        the player's own TextArena reward minus ``team`` (prisoner's dilemma), or minus the
-                      players' mean TextArena reward (the other games)
+                      cooperation (1.0 when everyone always cooperated); 0 in competitive games
+                      (tic-tac-toe: ``competitive``), where no outcome pays the group as a whole; in any
+                      other game the mean of the players' TextArena rewards
+local ``edge``        the player's own TextArena reward minus ``team``, or in competitive games minus the
+                      players' mean TextArena reward
 local ``error``       -1 when TextArena itself raised on this player's action (the game then ends)
 ====================  ==========================================================================
 
-so in the prisoner's dilemma with ``alpha=1`` a player's episode return is its TextArena reward, and ``alpha > 1``
-pays cooperation on top. In the competitive games a player's return is its TextArena reward minus the players' mean,
-at any ``alpha``: the same as its TextArena reward in two-player tic-tac-toe (+1 / -1, or 0 / 0), and zero-sum in
-three-player tic-tac-toe, whose TextArena rewards are not (a win pays +1 and each loser -1; an invalid move ends the
-game with -1 for its player and +1 for each other one). Were the mean paid as ``team``, a forfeit (garbage twice)
-would raise the group's sum from -1 to +1 and, at ``alpha > 1``, every other player's return: what an estimator that
-scores the sum of the agents' rewards would learn. Earlier steps earn 0.
+so with ``alpha=1`` a player's episode return is its TextArena reward, and ``alpha > 1`` pays the group's outcome on
+top (in the prisoner's dilemma: cooperation), except in competitive games. There a player's return is its TextArena
+reward minus the players' mean, at any ``alpha``: the same as its TextArena reward in two-player tic-tac-toe (+1 /
+-1, or 0 / 0), and zero-sum in three-player tic-tac-toe, whose TextArena rewards are not (a win pays +1 and each
+loser -1; an invalid move ends the game with -1 for its player and +1 for each other one). Were the mean paid as
+``team``, a forfeit (garbage twice) would raise the group's sum from -1 to +1 and, at ``alpha > 1``, every other
+player's return: what an estimator that scores the sum of the agents' rewards would learn. Earlier steps earn 0.
 
 **Success.** The game ended by its own rules with no invalid move by any player (not by a player's invalid move,
 TextArena's error or the turn limit). In the prisoner's dilemma TextArena counts a decision a player does not
@@ -52,9 +53,10 @@ so seeds reproduce, snapshots restore exactly, and nothing else in the process i
 thread per env, as PettingZoo envs are anyway).
 
 **Options.** ``game_id`` (the TextArena id), ``num_players`` (default: the game's, as registered here),
-``max_turns`` (default 50; or ``max_cycles``, PettingZoo's name for it), ``alpha``, ``render_mode``.
+``max_turns`` (default 50; or ``max_cycles``, PettingZoo's name for it), ``alpha``, ``render_mode``, ``competitive``
+(default: True for the tic-tac-toe games, ``COMPETITIVE_GAMES``; pass it for another game whose players compete).
 
-**Version history.** v0: first release (TextArena 0.7.4). 2026-12-07: in the competitive games ``team`` is 0 and
+**Version history.** v0: first release (TextArena 0.7.4). 2026-12-07: in the tic-tac-toe games ``team`` is 0 and
 ``edge`` is measured from the players' mean (``team`` was that mean): a player's return was its TextArena reward at
 ``alpha=1`` and is now that minus the mean, which changes nothing in two-player tic-tac-toe. The ids keep TextArena's
 versions; no result was recorded on three-player tic-tac-toe before the change.
@@ -72,12 +74,14 @@ from typing import Any
 from teamgym.core import Outcome, Policy, TurnBasedTextEnv, reward_terms
 from teamgym.errors import DependencyNotInstalled, InvalidArgumentError
 
-__all__ = ["GAMES", "TextArenaEnv", "TextArenaState"]
+__all__ = ["COMPETITIVE_GAMES", "GAMES", "TextArenaEnv", "TextArenaState"]
 
 logger = logging.getLogger(__name__)
 
 #: The TextArena games registered as ``textarena/<GameId>``, with their number of players.
 GAMES: dict[str, int] = {"TicTacToe-v0": 2, "ThreePlayerTicTacToe-v0": 3, "ThreePlayerIPD-v0": 3}
+#: Of these, the games where players compete: no outcome pays the group (``competitive`` defaults to True for them).
+COMPETITIVE_GAMES = frozenset({"TicTacToe-v0", "ThreePlayerTicTacToe-v0"})
 
 
 def _textarena() -> Any:
@@ -144,6 +148,7 @@ class TextArenaEnv(TurnBasedTextEnv[int, TextArenaState]):
         max_cycles: int | None = None,
         alpha: float | dict[str, float] = 1.0,
         render_mode: str | None = None,
+        competitive: bool | None = None,
     ):
         ta = _textarena()
         if game_id not in ta.envs.registration.ENV_REGISTRY:
@@ -163,8 +168,16 @@ class TextArenaEnv(TurnBasedTextEnv[int, TextArenaState]):
             render_mode=render_mode,
             agents=[f"player_{i}" for i in range(players)],
         )
+        if competitive is None:
+            competitive = game_id in COMPETITIVE_GAMES
+        if not isinstance(competitive, bool):
+            raise InvalidArgumentError(
+                f"competitive={competitive!r}: expected True (players compete: team 0, edge from the players' mean), "
+                "False (team: the mean TextArena reward) or None (True for the games of COMPETITIVE_GAMES)"
+            )
         self.game_id = game_id
         self.num_players = players
+        self.competitive = competitive
         self.metadata = {**self.metadata, "name": f"textarena/{game_id}"}
 
     # ------------------------------------------------------------------ hooks
@@ -258,14 +271,16 @@ class TextArenaEnv(TurnBasedTextEnv[int, TextArenaState]):
     def _team_value(self, own: dict[str, float]) -> tuple[float, float]:
         """The group's payoff and what each player's ``edge`` is measured from. A prisoner's dilemma (a game that
         keeps point scores and a mutual-cooperation payoff ``R``): its players' mean score over what full cooperation
-        earns, both times. A competitive game: 0, and the players' mean TextArena reward (so the returns sum to 0)."""
+        earns, both times. A competitive game: 0, and the players' mean TextArena reward (so the returns sum to 0).
+        Any other game: the players' mean TextArena reward, both times."""
         game = self.state.game
         scores = getattr(game.state, "game_state", {}).get("scores")
         if isinstance(scores, dict) and hasattr(game, "R") and hasattr(game, "num_rounds"):
             best = float(game.R) * (self.num_players - 1) * int(game.num_rounds)
             team = sum(scores.values()) / (len(scores) * best) if best > 0 else 0.0
             return team, team
-        return 0.0, sum(own.values()) / len(self.possible_agents)
+        mean = sum(own.values()) / len(self.possible_agents)
+        return (0.0, mean) if self.competitive else (mean, mean)
 
     def _read_observation(self, state: TextArenaState) -> None:
         with self._game_random(state):

@@ -25,15 +25,15 @@ def _printed(plan_text: str) -> str:
     return f"```python\nprint({plan_text!r})\n```"
 
 
-def _play(env_id: str, task_id: int, planner) -> dict[str, float]:
-    """Returns of one episode whose tool prints a shortest plan from the board every turn and whose planner answers
-    ``planner(env, turn)``."""
+def _play(env_id: str, task_id: int, planner, tool=None) -> dict[str, float]:
+    """Returns of one episode whose tool prints ``tool(env, turn)`` (default: a shortest plan from the board) and
+    whose planner answers ``planner(env, turn)``."""
     env = teamgym.make(env_id, max_turns=5, **SETTINGS[env_id.split("-")[0]])
     env.reset(seed=0, options={"task_id": task_id})
     base = env.unwrapped
     turn = 0
     while not _over(env):
-        act(env, _printed(base._format_plan(base._solve(base.state.board))))
+        act(env, _printed((tool or _solve_now)(base, turn)))
         act(env, planner(base, turn))
         turn += 1
     assert base.state.solved
@@ -57,6 +57,10 @@ def _one_move_a_turn(base, turn: int) -> str:
     return base._format_plan(plan if turn == base.max_turns - 1 else plan[:1])
 
 
+def _copy_the_tool(base, turn: int) -> str:
+    return base.state.tool_output
+
+
 @pytest.mark.parametrize("old, new", PAIRS)
 def test_stalling_pays_the_team_under_every_turn_and_not_under_best(old, new):
     fast, stalled = _play(old, 3, _solve_now), _play(old, 3, _stall_then_solve)
@@ -70,9 +74,11 @@ def test_stalling_pays_the_team_under_every_turn_and_not_under_best(old, new):
 @pytest.mark.parametrize("old, new", PAIRS[:1])
 def test_splitting_a_plan_over_turns_pays_the_tool_only_under_every_turn(old, new):
     task = next(t for t in itertools.count(10) if _optimal(old, t) >= 3)
-    whole, split = _play(old, task, _solve_now), _play(old, task, _one_move_a_turn)
+    whole = _play(old, task, _copy_the_tool)
+    split = _play(old, task, _copy_the_tool, tool=_one_move_a_turn)  # the tool prints one move a turn
     assert split["tool"] > whole["tool"]  # the attack, even for an estimator that scores the tool alone
-    whole, split = _play(new, task, _solve_now), _play(new, task, _one_move_a_turn)
+    whole = _play(new, task, _copy_the_tool)
+    split = _play(new, task, _copy_the_tool, tool=_one_move_a_turn)
     assert split["tool"] <= whole["tool"] + 1e-9
 
 
@@ -147,7 +153,7 @@ def test_every_digit_in_every_cell_solves_sudoku_v0_and_not_v1():
     assert _solved_by_fixed_answer("sudoku-v1", answer, range(40), "easy") == 0
 
 
-def test_sudoku_v1_reads_one_placement_per_empty_cell_and_a_whole_grid():
+def test_sudoku_v1_reads_no_more_placements_than_empty_cells_and_a_whole_grid():
     env = teamgym.make("sudoku-v1", max_turns=3)
     env.reset(seed=0, options={"task_id": 5})
     base = env.unwrapped
@@ -162,3 +168,24 @@ def test_sudoku_v1_reads_one_placement_per_empty_cell_and_a_whole_grid():
     info = act(env, grid)
     assert base.state.solved and info["teamgym_episode"]["optimal"]
 
+
+
+@pytest.mark.parametrize("env_id, worth", [("plan_path-v1", None), ("plan_path-v2", 0.5)])
+def test_best_caps_a_plan_short_of_the_goal_at_half(env_id, worth):
+    """plan_path's progress falls below 0 away from the goal: from far enough, a plan one move short of the goal was
+    worth more than reaching it (0.5 x a gain above 2)."""
+    env = teamgym.make(env_id, size=8, max_turns=5)
+    for task_id in range(400):
+        env.reset(seed=0, options={"task_id": task_id})
+        base = env.unwrapped
+        task = base.task
+        cells = [(r, c) for r in range(8) for c in range(8) if task.grid[r][c] != "#" and task.distance[r][c] >= 0]
+        far = max(cells, key=lambda cell: task.distance[cell[0]][cell[1]])
+        if task.distance[far[0]][far[1]] >= 2 * task.optimal_length + 3:
+            break
+    else:
+        pytest.skip("no task with a board that far from its goal")
+    base.state.board = far  # as if the planner had walked there
+    act(env, _printed(base._format_plan(base._solve(far)[:-1])))  # all but the last move
+    paid = env.infos["tool"]["reward_terms"]["plan"]
+    assert paid == pytest.approx(worth) if worth is not None else paid > 1.0
