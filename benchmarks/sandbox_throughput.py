@@ -434,7 +434,7 @@ def main() -> None:
                             ("--json", args.json)):
             if given:
                 parser.error(f"--breakdown runs one worker, no latency pass and prints a table: drop {flag}")
-        runners = args.runners or "ac"
+        runners = "ac" if args.runners is None else args.runners
         if not runners or set(runners) - set("ac"):
             parser.error(f"--breakdown measures runners a and c: got --runners {runners!r}, use a, c or ac")
         print("| program | runner | CPU ms/job | host | server / worker | zygote | job processes | job faults |")

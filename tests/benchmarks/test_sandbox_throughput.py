@@ -42,7 +42,8 @@ def test_breakdown_runs_the_runners_asked_for():
         ("trivial", "(c)"), ("HumanEval 8 asserts", "(c)")]
 
 
-@pytest.mark.parametrize("args", [["--workers", "2"], ["--latency-jobs", "5"], ["--json"], ["--runners", "b"]])
+@pytest.mark.parametrize("args", [["--workers", "2"], ["--latency-jobs", "5"], ["--json"], ["--runners", "b"],
+                                  ["--runners", ""]])
 def test_breakdown_refuses_what_it_would_ignore(args):
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sandbox_throughput.py"), "--breakdown", *args],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
