@@ -35,6 +35,7 @@ import _cgroup  # noqa: E402
 import _jail  # noqa: E402
 import _root  # noqa: E402
 import _supervise  # noqa: E402
+import _tidy  # noqa: E402
 import _wire  # noqa: E402
 import _zygote  # noqa: E402
 
@@ -52,7 +53,6 @@ _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER, _PR_SET_DUMPABLE = 1, 36, 4
 _READ = 65536
 _STATUS_CAP = {"program": 1 << 16, "judge": 64 << 20}  # bytes of status records kept per process
 _NOT_BLANK = re.compile(r"\S")
-_EMPTY_SECONDS = 10.0  # the most time emptying /job after a job may take
 _LIMIT_KEYS = ("timeout", "memory_mb", "file_mb", "max_processes", "max_open_files")
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -301,7 +301,7 @@ class Server:
                 if not self._children_alive():
                     break
                 time.sleep(0.005)
-        _empty(self.workdir)  # every job process is dead by now
+        _tidy.empty(self.workdir)  # every job process is dead by now
         self._reap_orphans()
 
     def _reap_orphans(self) -> None:
@@ -418,87 +418,6 @@ def _infra(reason: str, duration: float = 0.0) -> dict:
         "infra_error": reason,
         "records": None,
     }
-
-
-def _empty(folder: str) -> None:
-    """Remove everything inside ``folder``, whatever a job left there: no recursion, no path longer than a name, no link
-    followed. Each pass removes the files and empty folders at the top and lifts the contents of the other folders
-    to the top, under names no entry there has, so a tree of any depth (a job can nest thousands of folders, deeper
-    than a recursive walk's stack or ``PATH_MAX``) is gone after as many passes as it is deep. Folders the job made
-    unreadable are opened up first (that matters without root), and ``folder`` gets its mode back. Never raises:
-    what cannot be removed within ``_EMPTY_SECONDS`` (a process of a degraded-mode job that outlived it and keeps
-    writing) stays."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    top = _open_folder(folder, flags)
-    if top is None:  # without namespaces a job can put a link or a file in its place: the next job makes it again
-        _removed(os.unlink, folder, None)
-        return
-    deadline = time.monotonic() + _EMPTY_SECONDS
-    lifted = 0
-    try:
-        os.fchmod(top, 0o700)  # the job may have locked its working directory against the next one
-        while time.monotonic() < deadline:
-            with os.scandir(top) as it:
-                entries = {entry.name: entry.is_dir(follow_symlinks=False) for entry in it}
-            taken = set(entries)
-            moved = False
-            for name, is_dir in entries.items():
-                if not is_dir:
-                    moved = _removed(os.unlink, name, top) or moved
-                    continue
-                if _removed(os.rmdir, name, top):
-                    moved = True
-                    continue
-                inner = _open_folder(name, flags, top)
-                if inner is None:
-                    continue
-                try:
-                    with os.scandir(inner) as it:
-                        children = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in it]
-                    for child, child_is_dir in children:
-                        if not child_is_dir:
-                            moved = _removed(os.unlink, child, inner) or moved
-                            continue
-                        while f".lifted-{lifted}" in taken:
-                            lifted += 1
-                        taken.add(f".lifted-{lifted}")
-                        try:
-                            os.chmod(child, 0o700, dir_fd=inner)  # moving a folder writes its ".." entry
-                            os.rename(child, f".lifted-{lifted}", src_dir_fd=inner, dst_dir_fd=top)
-                            moved = True
-                        except OSError:
-                            pass
-                finally:
-                    os.close(inner)
-            if not entries or not moved:
-                return
-    except OSError:
-        return
-    finally:
-        os.close(top)
-
-
-def _open_folder(name: str, flags: int, dir_fd: int | None = None) -> int | None:
-    """An fd of the folder ``name`` (not a link), made readable first if it has to be; None if it cannot be."""
-    for _ in range(2):
-        try:
-            return os.open(name, flags, dir_fd=dir_fd)
-        except PermissionError:
-            try:
-                os.chmod(name, 0o700, dir_fd=dir_fd)
-            except OSError:
-                return None
-        except OSError:
-            return None
-    return None
-
-
-def _removed(remove, name: str, dir_fd: int | None) -> bool:
-    try:
-        remove(name, dir_fd=dir_fd)
-        return True
-    except OSError:
-        return False
 
 
 def _memfd(name: str, data: bytes) -> int:

@@ -8,7 +8,6 @@ import logging
 import os
 import queue
 import select
-import shutil
 import struct
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 
 from teamgym.errors import InvalidArgumentError, SandboxError
 from teamgym.host import available_cores
+from teamgym.sandbox import _tidy
 from teamgym.sandbox._literal import answer
 from teamgym.sandbox.result import ExecResult, Job
 
@@ -51,7 +51,7 @@ def _remove_stale_dirs() -> None:
             pid = int(name[len(_DIR_PREFIX) :].split("-", 1)[0])
             os.kill(pid, 0)
         except ProcessLookupError:
-            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            _tidy.remove(os.path.join(root, name))
         except (ValueError, PermissionError):
             continue
 
@@ -154,7 +154,7 @@ class _Server:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        shutil.rmtree(self.base, ignore_errors=True)
+        _tidy.remove(self.base)  # a killed server can leave a job's tree of any depth: no recursion here
 
 
 class Sandbox:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import textwrap
 import time
 import uuid
@@ -273,6 +275,21 @@ def test_what_a_job_leaves_is_its_own_and_gone_before_the_next(name: str) -> Non
         assert (result.status, result.stdout, result.infra_error) == ("ok", "done\n", None)
         after = one.run_python("import os\nprint(sorted(os.listdir('.')))")
         assert (after.stdout, after.infra_error) == ("[]\n", None)
+
+
+@pytest.mark.parametrize("name", sorted(LEAVE_BEHIND))
+def test_the_host_removes_what_a_killed_server_left(name: str) -> None:
+    """A server killed in the middle of a job never empties its folder (in degraded mode, where jobs write into it
+    directly): the host removes it on close. ``shutil.rmtree`` recursed there, and a tree 3,000 folders deep raised
+    ``RecursionError`` out of ``close()``."""
+    box = Sandbox(workers=1)
+    box.run_python("pass")
+    base = box._servers[0].base
+    os.mkdir(os.path.join(base, "left"))
+    made = subprocess.run([sys.executable, "-c", LEAVE_BEHIND[name]], cwd=os.path.join(base, "left"), timeout=60)
+    assert made.returncode == 0
+    box.close()
+    assert not os.path.exists(base)
 
 
 def test_an_answer_nested_too_deeply_is_the_programs_failure() -> None:
