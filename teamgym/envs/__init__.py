@@ -36,8 +36,14 @@ register("sokoban-v2", "teamgym.envs.planning.sokoban:SokobanEnv", progress="sol
                      "solution done; the tool is paid for its best plan, not every turn)")
 register("math_tool-v0", "teamgym.envs.math_tool.env:MathToolEnv",
          description="A reasoner and a tool agent (Python) solve an exact-answer math problem")
+register("math_tool-v1", "teamgym.envs.math_tool.env:MathToolEnv", pay_correct="once", strict_answers=True,
+         description="A reasoner and a tool agent (Python) solve an exact-answer math problem (each agent's "
+                     "correct term paid once; the strict answer checker)")
 register("discussion-v0", "teamgym.envs.discussion.env:DiscussionEnv",
          description="N agents answer a math problem, discuss, then vote; the majority answer counts")
+register("discussion-v1", "teamgym.envs.discussion.env:DiscussionEnv", strict_answers=True,
+         description="N agents answer a math problem, discuss, then vote; the majority answer counts (the strict "
+                     "answer checker)")
 register("sanity_bandit-v0", "teamgym.envs.sanity.env:BanditEnv",
          description="Learning sanity check: one player answers the cue it sees (a one-turn contextual bandit)")
 register("sanity_relay-v0", "teamgym.envs.sanity.env:RelayEnv",

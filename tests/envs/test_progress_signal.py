@@ -10,7 +10,7 @@ import teamgym
 from teamgym.testing import play_episode
 
 ENVS = ["coder_tester-v0", "plan_path-v0", "plan_path-v1", "sudoku-v0", "sokoban-v0", "sokoban-v1", "math_tool-v0",
-        "discussion-v0"]
+        "math_tool-v1", "discussion-v0", "discussion-v1"]
 
 
 @pytest.mark.parametrize("env_id", ENVS)

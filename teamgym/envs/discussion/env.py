@@ -67,13 +67,15 @@ Options (keyword-only)
     or ``max_cycles`` = rounds + 1, PettingZoo's name), ``alpha`` (1.0 or a dict per agent), ``render_mode``,
     ``difficulty`` (``None`` or 1-3), ``families`` (``None`` or a subset), ``dataset`` (``None`` or a JSONL path),
     ``rationale_chars`` (400), ``format_penalty`` (0.5), ``switch_weight`` (0.5), ``persuasion_weight`` (0.25),
-    ``max_prompt_chars`` (16384), ``max_action_chars`` (16384).
+    ``max_prompt_chars`` (16384), ``max_action_chars`` (16384), ``strict_answers`` (``False``, v0; ``True``, v1).
 
 Scripted policies (for every agent)
     ``oracle`` (default; boxes the reference answer) and ``random`` (a random small integer, sometimes no box).
 
 Version history
     v0: first version.
+    v1: answers are checked with the strict checker (``strict_answers=True``; :mod:`teamgym.envs.math_tool.answers`
+    lists what it fixes: ``033`` read as 0, ``768 or more`` as 768, ``b - a`` as 1...). Rewards are v0's.
 
 >>> import teamgym
 >>> env = teamgym.make("discussion-v0", num_agents=2, rounds=1)
@@ -135,7 +137,12 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
         max_prompt_chars: int = 16_384,
         max_action_chars: int = 16_384,
         max_cycles: int | None = None,
+        strict_answers: bool = False,
     ):
+        if not isinstance(strict_answers, bool):
+            raise InvalidArgumentError(f"strict_answers={strict_answers!r}: expected True (discussion-v1) or False")
+        self.strict_answers = strict_answers
+        self.metadata = {**self.metadata, "name": "discussion-v1" if strict_answers else "discussion-v0"}
         if max_cycles is not None:  # a cycle is a round, and round 0 (the first answers) is one
             if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1:
                 raise InvalidArgumentError(f"max_cycles={max_cycles!r}: expected an int >= 1 (rounds = max_cycles - 1)")
@@ -187,7 +194,7 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
             state.replies.append({})
             state.correct.append({})
         answer = extract_boxed(action)
-        correct = is_equivalent(answer, self.task.answer)
+        correct = self._is_correct(answer)
         state.answers[round_index][agent] = answer
         state.replies[round_index][agent] = clip_text(action, max(self.rationale_chars, 1))
         state.correct[round_index][agent] = correct
@@ -209,14 +216,14 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
         """The round's last step: its majority, the persuasion credit, and after round T the team reward."""
         state = self.state
         answers = [state.answers[round_index][a] for a in self.possible_agents]
-        majority = majority_answer(answers)
-        majority_correct = is_equivalent(majority, self.task.answer)
+        majority = majority_answer(answers, strict=self.strict_answers)
+        majority_correct = self._is_correct(majority)
         state.majority.append(majority)
         credit = {a: 0.0 for a in self.possible_agents}
         if round_index > 0:
             credit = persuasion_credit(state.answers[round_index - 1], state.answers[round_index],
                                        state.correct[round_index - 1], state.correct[round_index],
-                                       self.persuasion_weight)
+                                       self.persuasion_weight, strict=self.strict_answers)
         final = round_index == self.rounds
         team = float(majority_correct) if final else 0.0
         for a in self.possible_agents:
@@ -226,13 +233,16 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
                                            "round_majority_correct": majority_correct})
         return Outcome(terms, terminated=final, info=info)
 
+    def _is_correct(self, answer: str | None) -> bool:
+        return is_equivalent(answer, self.task.answer, strict=self.strict_answers)
+
     def _info_defaults(self, agent: str) -> dict[str, Any]:
         return {"answer": "", "correct": False, "switched": "", "round_answers": [""] * len(self.possible_agents),
                 "round_majority": "", "round_majority_correct": False}
 
     # ------------------------------------------------------------------ episode summary
     def _is_success(self) -> bool:
-        return len(self.state.majority) > self.rounds and is_equivalent(self.state.majority[-1], self.task.answer)
+        return len(self.state.majority) > self.rounds and self._is_correct(self.state.majority[-1])
 
     def _team_progress(self) -> float:
         """The share of agents whose latest answer is correct."""
@@ -264,13 +274,13 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
     def _render_record(self, record: TurnRecord) -> str:
         answers = self.state.answers[record.turn] if record.turn < len(self.state.answers) else {}
         answer = answers.get(record.agent)
-        verdict = "correct" if is_equivalent(answer, self.task.answer) else "wrong"
+        verdict = "correct" if self._is_correct(answer) else "wrong"
         text = (f"--- round {record.turn} | {record.agent} | answer {answer} ({verdict}) | "
                 + ", ".join(f"{k}={v:+.2f}" for k, v in record.terms.items())
                 + f"\n{clip_text(record.action, 600)}")
         if record.agent == self.possible_agents[-1] and record.turn < len(self.state.majority):
             majority = self.state.majority[record.turn]
-            ok = "correct" if is_equivalent(majority, self.task.answer) else "wrong"
+            ok = "correct" if self._is_correct(majority) else "wrong"
             votes = ", ".join(f"{a}: {answers.get(a)}" for a in self.possible_agents)
             text += f"\n=== round {record.turn} votes: {votes} -> majority {majority} ({ok})"
         return text

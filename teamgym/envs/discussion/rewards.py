@@ -9,10 +9,11 @@ from teamgym.envs.math_tool.answers import is_equivalent
 __all__ = ["majority_answer", "persuasion_credit"]
 
 
-def majority_answer(answers: Sequence[str | None]) -> str | None:
+def majority_answer(answers: Sequence[str | None], *, strict: bool = False) -> str | None:
     """The plurality answer, grouping answers by value; ``None`` when two or more groups tie for the most votes.
 
     Missing answers (``None``) do not vote. Each group is represented by its first answer in ``answers`` order.
+    ``strict`` groups with the strict checker (``discussion-v1``; see :mod:`teamgym.envs.math_tool.answers`).
 
     >>> majority_answer(["1/2", "0.5", "3"])
     '1/2'
@@ -24,7 +25,7 @@ def majority_answer(answers: Sequence[str | None]) -> str | None:
         if answer is None:
             continue
         for i, (representative, votes) in enumerate(groups):
-            if is_equivalent(answer, representative):
+            if is_equivalent(answer, representative, strict=strict):
                 groups[i] = (representative, votes + 1)
                 break
         else:
@@ -42,6 +43,8 @@ def persuasion_credit(
     correct_previous: Mapping[str, bool],
     correct_current: Mapping[str, bool],
     weight: float,
+    *,
+    strict: bool = False,
 ) -> dict[str, float]:
     """Credit for changing other agents' minds between two consecutive rounds (MAPoRL-style influence terms).
 
@@ -55,6 +58,7 @@ def persuasion_credit(
         correct_previous: whether each previous answer was right.
         correct_current: whether each current answer is right.
         weight: the credit for one changed mind.
+        strict: compare answers with the strict checker (``discussion-v1``).
 
     Returns:
         ``{agent: credit}`` for every agent in ``previous``.
@@ -66,7 +70,7 @@ def persuasion_credit(
             sign = 1.0
         elif correct_previous[j] and not correct_current[j] and current[j] is not None:
             sharers = [k for k in previous if k != j and previous[k] is not None
-                       and is_equivalent(previous[k], current[j])]
+                       and is_equivalent(previous[k], current[j], strict=strict)]
             sign = -1.0
         else:
             continue

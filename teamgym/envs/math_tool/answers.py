@@ -7,6 +7,20 @@ with variables by their values at five fixed rational points (exact for rational
 multisets (``2, 3`` matches ``3, 2``) and parenthesised tuples in order. Only when the *reference* answer is not
 mathematics at all (a name, a word) are the two compared as normalised text.
 
+``strict=True`` is the checker of ``math_tool-v1`` and ``discussion-v1`` (v0 keeps the default, whose verdicts
+its fingerprints record). It fixes wrong verdicts of the default, none of which paid without the answer but several
+of which rejected a right one or read one value as another:
+
+* integers with leading zeros are read as the integer (``033`` is 33; the default reads ``0*33``), and two numbers
+  side by side (``45 360``) are rejected, not multiplied;
+* ``45{,}360`` is 45360, ``\u221a22`` is the root of 22 (the default: ``sqrt(2)*2``) and ``2\frac14`` is 9/4
+  (the default: 1/2);
+* trailing words are dropped only when none of them hedges (``768 or more`` is rejected, ``12 apples`` is 12);
+* an answer in variables the reference does not have never matches, and each variable gets its own values at the
+  evaluation points (the default gave them consecutive ones, so ``b - a`` equalled 1);
+* an interval keeps its brackets (``(2,5]`` is not ``[2,5)``) and a set ``\{5, 2\}`` is compared as a multiset;
+* closed forms are compared with a tolerance scaled by the larger of the two values, so the verdict is symmetric.
+
 Model output is untrusted, so parsing is guarded rather than timed: the text is normalised by a small LaTeX-to-sympy
 rewriter, then rejected unless it is at most :data:`MAX_ANSWER_CHARS` characters of digits, operators, brackets and
 known names (no ``__``, no attribute access, no quotes), parsed with ``evaluate=False`` against a namespace holding
@@ -62,6 +76,16 @@ _KNOWN_NAMES = frozenset({"sqrt", "pi", "oo"})
 _EXPONENT = re.compile(r"\d\s*[eE]\s*[+-]?\s*0*(\d+)")
 #: ``()`` (sympy would build a tuple), a period after a name or bracket (attribute access), ``1.x`` (the same).
 _UNSAFE_SHAPE = re.compile(r"\(\s*\)|[A-Za-z)]\s*\.|\d\s*\.\s*[A-Za-z_(]")
+_ROOT_SIGN_DIGITS = re.compile("\u221a\\s*(\\d+)")
+_MIXED_NUMBER = re.compile(r"(^|[^\w.)}\\])(\d+)\s*\\[dt]?frac\s*(\{\s*\d+\s*\}|\d)\s*(\{\s*\d+\s*\}|\d)")
+_LEADING_ZEROS = re.compile(r"(?<![\d.A-Za-z])0+(?=\d)")
+_SIDE_BY_SIDE = re.compile(r"\d\s+\.?\d")
+#: Trailing words that make an answer a hedge, not a unit: ``768 or more`` is not 768.
+_HEDGES = frozenset({
+    "or", "and", "not", "no", "more", "less", "fewer", "than", "least", "most", "about", "approximately", "around",
+    "over", "under", "nearly", "almost", "roughly", "between", "either", "to", "so", "plus", "minus", "maybe",
+    "perhaps", "probably", "possibly", "except", "if", "unless", "but", "at", "up", "above", "below", "times",
+})
 #: Runs of up to this many letters (``2abc``) are read as products of variables; longer ones are words, not mathematics.
 _MAX_PRODUCT_NAME = 3
 
@@ -80,13 +104,15 @@ class ParsedAnswer:
     Attributes:
         values: the parsed values (one for a single answer, several for a list or tuple).
         ordered: whether ``values`` is a tuple (order matters) rather than a list of answers (a multiset).
+        brackets: under ``strict``, the outer brackets of a tuple or interval as written (``"(]"``); else ``""``.
     """
 
     values: tuple[sympy.Expr, ...]
     ordered: bool
+    brackets: str = ""
 
 
-def normalize_latex(text: str) -> str:
+def normalize_latex(text: str, *, strict: bool = False) -> str:
     r"""Rewrite the LaTeX and prose of a typical final answer into plain sympy syntax (best effort, never raises).
 
     Handles ``\frac``/``\dfrac``/``\tfrac`` (also ``\frac12``), ``\sqrt{}``/``\sqrt[n]{}``, ``^``, ``\cdot``,
@@ -99,6 +125,10 @@ def normalize_latex(text: str) -> str:
         return plain_text  # a text answer (a name, a word): keep it as is
     # \text{...} after a value is a unit; on its own it is the answer.
     text = _TEXT_COMMAND.sub(" ", text) if _TEXT_COMMAND.sub("", text).strip() else plain_text
+    if strict:
+        text = text.replace("{,}", ",")
+        text = _ROOT_SIGN_DIGITS.sub(r"\\sqrt{\1}", text)
+        text = _MIXED_NUMBER.sub(r"\1(\2+\\frac\3\4)", text)
     for old, new in _REPLACEMENTS:
         text = text.replace(old, new)
     text = text.strip().rstrip(".").strip()
@@ -106,28 +136,34 @@ def normalize_latex(text: str) -> str:
     if match:
         text = text[match.end():]
     match = _TRAILING_WORDS.match(text)
-    if match and not set(_IDENTIFIER.findall(text[match.end(1):])) & _KNOWN_NAMES:
-        text = match.group(1)
+    if match:
+        words = set(_IDENTIFIER.findall(text[match.end(1):]))
+        if not words & _KNOWN_NAMES and not (strict and {w.lower() for w in words} & _HEDGES):
+            text = match.group(1)
     text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
+    if strict:
+        text = _LEADING_ZEROS.sub("", text)
     text = _rewrite_commands(text)
     return text.replace("{", "(").replace("}", ")").replace("^", "**").strip()
 
 
-def parse_answer(text: str) -> ParsedAnswer | None:
+def parse_answer(text: str, *, strict: bool = False) -> ParsedAnswer | None:
     """Parse an answer (LaTeX or plain) into sympy values, or ``None`` when it is not safely parsable mathematics."""
     if not isinstance(text, str) or len(text) > 4 * MAX_ANSWER_CHARS:
         return None
-    return _parse_cached(text)
+    return _parse_cached(text, strict)
 
 
 @lru_cache(maxsize=4096)  # the same references and answers are parsed again every step; results are immutable
-def _parse_cached(text: str) -> ParsedAnswer | None:
+def _parse_cached(text: str, strict: bool) -> ParsedAnswer | None:
     try:
-        normal = normalize_latex(text)
+        normal = normalize_latex(text, strict=strict)
     except RecursionError:
         return None
     if not normal or len(normal) > MAX_ANSWER_CHARS or not _ALLOWED.match(normal) or "\\" in normal:
         return None
+    if strict and _SIDE_BY_SIDE.search(normal):
+        return None  # "45 360": two numbers, not a product
     ordered = False
     parts = _split_top_level(normal)
     if parts is None:
@@ -136,31 +172,41 @@ def _parse_cached(text: str) -> ParsedAnswer | None:
         inner = _split_top_level(normal[1:-1])
         if inner is not None and len(inner) > 1 and _closes_at_end(normal):
             parts, ordered = inner, True
+    brackets = ""
+    if strict and ordered:
+        shape = _outer_shape(text)
+        ordered = shape != "set"
+        brackets = shape if ordered else ""
     values = []
     for part in parts:
         value = _parse_single(part)
         if value is None:
             return None
         values.append(value)
-    return ParsedAnswer(tuple(values), ordered)
+    return ParsedAnswer(tuple(values), ordered, brackets)
 
 
-def is_equivalent(candidate: str | None, reference: str) -> bool:
-    """Whether ``candidate`` denotes the same answer as ``reference`` (see the module docstring); never raises."""
+def is_equivalent(candidate: str | None, reference: str, *, strict: bool = False) -> bool:
+    """Whether ``candidate`` denotes the same answer as ``reference`` (see the module docstring); never raises.
+
+    ``strict`` selects the checker of ``math_tool-v1`` and ``discussion-v1`` (the module docstring lists how it
+    differs)."""
     if candidate is None or not isinstance(candidate, str):
         return False
-    expected = parse_answer(reference)
+    expected = parse_answer(reference, strict=strict)
     if expected is None:
         # A non-mathematical reference (a name, a word): compare normalised text.
         return bool(_plain_text(reference)) and _plain_text(candidate) == _plain_text(reference)
-    got = parse_answer(candidate)
+    got = parse_answer(candidate, strict=strict)
     if got is None or len(got.values) != len(expected.values):
         return False
+    if strict and got.brackets != expected.brackets and any(c in got.brackets + expected.brackets for c in "[]"):
+        return False  # an interval's ends: (2, 5] is not [2, 5)
     if expected.ordered or len(expected.values) == 1:
-        return all(_same_value(a, b) for a, b in zip(got.values, expected.values, strict=True))
+        return all(_same_value(a, b, strict) for a, b in zip(got.values, expected.values, strict=True))
     remaining = list(got.values)
     for value in expected.values:
-        match = next((i for i, other in enumerate(remaining) if _same_value(other, value)), None)
+        match = next((i for i, other in enumerate(remaining) if _same_value(other, value, strict)), None)
         if match is None:
             return False
         remaining.pop(match)
@@ -242,6 +288,21 @@ def _closes_at_end(text: str) -> bool:
     return False
 
 
+def _outer_shape(text: str) -> str:
+    r"""The outer brackets of a tuple or interval as written (``"(]"``), ``"set"`` for ``\{...\}``, or ``""``."""
+    for token in ("\\left", "\\right", "$"):
+        text = text.replace(token, "")
+    text = text.strip().rstrip(".").strip()
+    match = _LEADING_NAME.match(text)
+    if match:
+        text = text[match.end():].strip()
+    if text.startswith("\\{") and text.endswith("\\}"):
+        return "set"
+    if text[:1] in "([" and text[-1:] in ")]":
+        return text[0] + text[-1]
+    return ""
+
+
 def _plain_text(text: str) -> str:
     text = _TEXT_COMMAND.sub(r"\1", text.strip()).strip().rstrip(".")
     return re.sub(r"\s+", " ", text).strip().lower()
@@ -307,29 +368,48 @@ _POINTS = (sympy.Rational(3, 7), sympy.Rational(-5, 3), sympy.Rational(11, 2), s
            sympy.Rational(29, 11))
 
 
-def _same_value(a: sympy.Expr, b: sympy.Expr) -> bool:
+def _same_value(a: sympy.Expr, b: sympy.Expr, strict: bool = False) -> bool:
+    """Whether the candidate value ``a`` equals the reference value ``b``."""
     try:
         if a == b:
             return True
         if isinstance(a, sympy.Rational) and isinstance(b, sympy.Rational):
             return False  # exact and different
+        if strict and not a.free_symbols <= b.free_symbols:
+            return False  # a variable the reference does not have: "b - a" is not 1
         diff = a - b
         if not diff.free_symbols:
-            return _numerically_zero(diff, scale=b)
+            return _numerically_zero(diff, scale=b, other=a if strict else None)
         # Values at fixed rational points, not expand() or simplify(): those can take minutes on (a+b+c+d)^{30}.
         symbols = sorted(diff.free_symbols, key=str)
         for shift, point in enumerate(_POINTS):
-            values = {s: point + k for k, s in enumerate(symbols, start=shift)}
-            if not _numerically_zero(diff.subs(values), scale=b.subs(values)):
+            if strict:
+                values = {s: _STRICT_POINTS[(shift + 3 * k) % len(_STRICT_POINTS)] * (k + 1) for k, s in
+                          enumerate(symbols)}
+            else:
+                values = {s: point + k for k, s in enumerate(symbols, start=shift)}
+            scale = b.subs(values)
+            if not _numerically_zero(diff.subs(values), scale=scale, other=a.subs(values) if strict else None):
                 return False
         return True
     except (Exception, RecursionError):  # a comparison sympy cannot do is not a match
         return False
 
 
-def _numerically_zero(diff: sympy.Expr, scale: sympy.Expr) -> bool:
+#: Under ``strict``, the k-th variable takes ``(k + 1) * _STRICT_POINTS[(i + 3k) % 7]`` at the i-th point: no two
+#: variables move together, so no difference of variables is constant at every point.
+_STRICT_POINTS = (sympy.Rational(3, 7), sympy.Rational(-5, 3), sympy.Rational(11, 2), sympy.Rational(-17, 13),
+                  sympy.Rational(29, 11), sympy.Rational(-41, 19), sympy.Rational(7, 23))
+
+
+def _numerically_zero(diff: sympy.Expr, scale: sympy.Expr, other: sympy.Expr | None = None) -> bool:
+    """Whether ``diff`` is zero relative to ``scale`` (and, under ``strict``, to ``other``: the larger counts)."""
     value = sympy.N(diff, 60)
     size = sympy.N(scale, 60)
+    if other is not None:
+        other_size = sympy.N(other, 60)
+        if other_size.is_number and size.is_number and abs(other_size) > abs(size):
+            size = other_size
     if not (value.is_number and size.is_number) or value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
         return bool(diff.equals(0))
     if not value.is_real or not size.is_real:

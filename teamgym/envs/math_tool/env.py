@@ -34,12 +34,14 @@ Rewards (``rewards[agent] == alpha * team + local``; ``local`` is the sum of the
                                                                               episode's last step (the reasoner's
                                                                               step that ends it); 0 before
     ``correct``       tool        {0, 1}                  1                   the program's printed answer is correct
+                                                                              (v1: the first time only)
     ``format``        tool        {-format_penalty, 0}    ``format_penalty``  no (non-empty) Python code block
                                                           = 0.5
     ``exec_error``    tool        {-exec_penalty, 0}      ``exec_penalty``    the program failed (error, timeout,
                                                           = 0.25              memory, output limit, killed) or
                                                                               printed nothing
     ``correct``       reasoner    {0, 1}                  1                   its ``\boxed{}`` answer is correct
+                                                                              (v1: the first time only)
     ``format``        reasoner    {-format_penalty, 0}    ``format_penalty``  no ``\boxed{...}`` in the reply
     ================  ==========  ======================  ==================  ======================================
 
@@ -48,6 +50,16 @@ Rewards (``rewards[agent] == alpha * team + local``; ``local`` is the sum of the
     paid every turn would pay a right reasoner more the longer its tool stays wrong; paid once, the team return is
     the final answer's correctness (at most 1, which the oracle earns in turn 0). The ``correct`` terms stay
     turn-level, for per-turn credit as in AT-GRPO.
+
+    **Why v1 pays ``correct`` once** (``pay_correct="once"``). In v0 it is paid at every turn, and the episode ends
+    only when the reasoner is right *and* agrees with the tool, so a team that knows the answer earns more by never
+    agreeing: a tool that prints an unreadable answer (``Answer: R``) after the reasoner's right one earns the
+    reasoner 4 and the tool 1 over three turns, against 2 and 2 for the oracle (5 summed against 4); a reasoner
+    that boxes a form of the answer the tool's printed value is judged not to agree with earned both agents 3.99.
+    A policy trained on the summed reward learns to disagree. In v1 each agent's ``correct`` is paid the first time
+    its answer is right, so an episode pays each agent at most 2, the oracle's return in turn 0. v1 also checks
+    answers with the strict checker (``strict_answers=True``: :mod:`teamgym.envs.math_tool.answers` lists what it
+    fixes: ``033`` read as 0, ``768 or more`` as 768, ``b - a`` as 1, ``\u221a22`` as ``2\sqrt2``...).
 
 Infos (besides the base's ``reward_terms``, ``messages``...)
     tool: ``tool_status`` (the sandbox status or ``"no_code"``), ``tool_answer``, ``tool_correct``;
@@ -65,7 +77,8 @@ Options (keyword-only)
     if your tool imports sympy, which takes 0.3-0.7 s to load), ``code_memory_mb`` (512), ``code_packages``
     (``("sympy", "mpmath")``: the installed distributions a tool program may import besides the standard library;
     the sandbox shows it nothing else), ``format_penalty`` (0.5),
-    ``exec_penalty`` (0.25), ``max_prompt_chars`` (16384), ``max_action_chars`` (16384).
+    ``exec_penalty`` (0.25), ``max_prompt_chars`` (16384), ``max_action_chars`` (16384), ``pay_correct``
+    (``"every_turn"``, v0; ``"once"``, v1), ``strict_answers`` (``False``, v0; ``True``, v1: the strict checker).
 
 Scripted policies
     ``oracle`` (default; the tool prints the reference answer, the reasoner boxes it: team reward 1 in turn 0) and
@@ -73,6 +86,8 @@ Scripted policies
 
 Version history
     v0: first version.
+    v1: each agent's ``correct`` is paid once (v0 paid it every turn, and a team that knew the answer earned more
+    by never agreeing); answers are checked with the strict checker.
 
 >>> import teamgym
 >>> env = teamgym.make("math_tool-v0", difficulty=1)
@@ -113,6 +128,8 @@ class MathToolState:
     correct: bool = False
     agreed: bool = False
     infra_errors: int = 0
+    #: the agents whose ``correct`` term has been paid (``pay_correct="once"`` pays it only the first time)
+    paid: set[str] = field(default_factory=set)
 
 
 def tool_answer_from_output(stdout: str) -> str | None:
@@ -146,6 +163,8 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
         max_prompt_chars: int = 16_384,
         max_action_chars: int = 16_384,
         max_cycles: int | None = None,
+        pay_correct: str = "every_turn",
+        strict_answers: bool = False,
     ):
         super().__init__(max_turns=max_turns, alpha=alpha, render_mode=render_mode,
                          max_prompt_chars=max_prompt_chars, max_action_chars=max_action_chars, max_cycles=max_cycles)
@@ -162,6 +181,17 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
                 f"code_packages={code_packages!r}: expected a sequence of installed distribution names, "
                 "e.g. ('sympy', 'mpmath'), or () for the standard library only"
             )
+        if pay_correct not in ("every_turn", "once"):
+            raise InvalidArgumentError(
+                f"pay_correct={pay_correct!r}: expected 'once' (each agent's correct term is paid the first time its "
+                "answer is right, math_tool-v1) or 'every_turn' (math_tool-v0)"
+            )
+        if not isinstance(strict_answers, bool):
+            raise InvalidArgumentError(f"strict_answers={strict_answers!r}: expected True (math_tool-v1) or False")
+        self.pay_correct = pay_correct
+        self.strict_answers = strict_answers
+        version = "v1" if pay_correct == "once" and strict_answers else "v0"
+        self.metadata = {**self.metadata, "name": f"math_tool-{version}"}
         self.code_timeout = float(code_timeout)
         self.code_memory_mb = code_memory_mb
         self.code_packages = tuple(code_packages)
@@ -228,9 +258,10 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
         answer = tool_answer_from_output(result.stdout) if result.status == "ok" else None
         output = result.stdout if result.status == "ok" else f"[{result.status}]\n{result.stdout}\n{result.stderr}"
         self._record_tool(code, output.strip(), answer)
-        correct = is_equivalent(answer, self.task.answer)
+        correct = self._is_correct(answer)
         failed = result.status != "ok" or answer is None
-        terms = reward_terms(correct=float(correct), format=0.0, exec_error=-self.exec_penalty if failed else 0.0)
+        terms = reward_terms(correct=self._pay("tool", correct), format=0.0,
+                             exec_error=-self.exec_penalty if failed else 0.0)
         return Outcome({"tool": terms}, info={"tool": {"tool_status": result.status, "tool_answer": answer,
                                                        "tool_correct": correct}})
 
@@ -241,9 +272,10 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
 
     def _reasoner_step(self, action: str) -> Outcome:
         answer = extract_boxed(action)
-        correct = is_equivalent(answer, self.task.answer)
+        correct = self._is_correct(answer)
         tool_answer = _at(self.state.tool_answer, self.turn)
-        agrees = answer is not None and tool_answer is not None and is_equivalent(tool_answer, answer)
+        agrees = answer is not None and tool_answer is not None and is_equivalent(tool_answer, answer,
+                                                                                  strict=self.strict_answers)
         self.state.answers.append(answer)
         self.state.correct = correct
         self.state.agreed = agrees
@@ -252,10 +284,20 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
         last_step = terminated or self.turn + 1 >= self.max_turns
         team = float(correct) if last_step else 0.0
         format_term = -self.format_penalty if answer is None else 0.0
-        terms = {"reasoner": reward_terms(team=team, correct=float(correct), format=format_term),
+        terms = {"reasoner": reward_terms(team=team, correct=self._pay("reasoner", correct), format=format_term),
                  "tool": reward_terms(team=team)}
         info = {"reasoner": {"answer": answer, "correct": correct, "agrees_with_tool": agrees}}
         return Outcome(terms, terminated=terminated, info=info)
+
+    def _is_correct(self, answer: str | None) -> bool:
+        return is_equivalent(answer, self.task.answer, strict=self.strict_answers)
+
+    def _pay(self, agent: str, correct: bool) -> float:
+        """The ``correct`` term: 1.0 for a right answer, only the first time under ``pay_correct="once"``."""
+        if not correct or (self.pay_correct == "once" and agent in self.state.paid):
+            return 0.0
+        self.state.paid.add(agent)
+        return 1.0
 
     def _info_defaults(self, agent: str) -> dict[str, Any]:
         if agent == "tool":
@@ -300,7 +342,7 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
             answer = _at(self.state.tool_answer, record.turn)
             return f"{text}\n  [program output] {clip_text(output, 500)}\n  [tool answer] {answer}"
         answer = _at(self.state.answers, record.turn)
-        verdict = "correct" if is_equivalent(answer, self.task.answer) else "wrong"
+        verdict = "correct" if self._is_correct(answer) else "wrong"
         return f"{text}\n  [reasoner answer] {answer} ({verdict})"
 
 
