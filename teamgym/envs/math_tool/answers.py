@@ -13,12 +13,17 @@ of which rejected a right one or read one value as another:
 
 * integers with leading zeros are read as the integer (``033`` is 33; the default reads ``0*33``), and two numbers
   side by side (``45 360``) are rejected, not multiplied;
-* ``45{,}360`` is 45360, ``\u221a22`` is the root of 22 (the default: ``sqrt(2)*2``) and ``2\frac14`` is 9/4
-  (the default: 1/2);
-* trailing words are dropped only when none of them hedges (``768 or more`` is rejected, ``12 apples`` is 12);
-* an answer in variables the reference does not have never matches, and each variable gets its own values at the
-  evaluation points (the default gave them consecutive ones, so ``b - a`` equalled 1);
-* an interval keeps its brackets (``(2,5]`` is not ``[2,5)``) and a set ``\{5, 2\}`` is compared as a multiset;
+* ``45{,}360`` is 45360 (``{,}`` before anything but three digits, a decimal comma, is rejected), a root sign before
+  digits is the root of all of them (the default read it over the first digit: ``sqrt(2)*2`` for the root of 22)
+  and ``2\frac14`` is 9/4 (the default: 1/2);
+* an answer that hedges is rejected wherever the hedge is (``768 or more``, ``768\text{ or more}``, ``at least
+  768``, ``about 768``); other trailing words are units, as by default (``12 apples``, ``3 more``);
+* an answer in variables the reference does not have never matches, and the variables take unrelated values at
+  each of at least (number of variables + 1) evaluation points (the default gave them consecutive values, so
+  ``b - a`` equalled 1);
+* a reference interval with a square bracket must be answered with the same brackets (``(2,5]`` is not ``[2,5)``,
+  ``[2, 5]`` not ``2, 5``); a bare list, a set ``\{5, 2\}`` or a parenthesised tuple is matched by the same values
+  in any brackets (a tool printing a Python list, ``[3, 4]``, answers ``(3, 4)``), lists and sets in any order;
 * closed forms are compared with a tolerance scaled by the larger of the two values, so the verdict is symmetric.
 
 Model output is untrusted, so parsing is guarded rather than timed: the text is normalised by a small LaTeX-to-sympy
@@ -39,6 +44,7 @@ False
 from __future__ import annotations
 
 import math
+import random
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -70,6 +76,7 @@ _TEXT_COMMAND = re.compile(r"\\(?:text|textbf|mathrm|mbox|mathbf|operatorname)\s
 _THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d,])")
 _LEADING_NAME = re.compile(r"^\s*[A-Za-z](?:_\{?\w+\}?)?\s*=(?!=)")
 _TRAILING_WORDS = re.compile(r"^(.*?[\d)}])\s+[A-Za-z]{2,}(?:\s+[A-Za-z]+)*\s*$")
+_STRICT_TRAILING_WORDS = re.compile(r"^(.*?[\d)}\]\x02])\s+[A-Za-z]{2,}(?:\s+[A-Za-z]+)*\s*$")
 _ALLOWED = re.compile(r"^[0-9A-Za-z+\-*/^().,{}\\ ]*$")
 _IDENTIFIER = re.compile(r"[A-Za-z]+")
 _KNOWN_NAMES = frozenset({"sqrt", "pi", "oo"})
@@ -77,15 +84,24 @@ _EXPONENT = re.compile(r"\d\s*[eE]\s*[+-]?\s*0*(\d+)")
 #: ``()`` (sympy would build a tuple), a period after a name or bracket (attribute access), ``1.x`` (the same).
 _UNSAFE_SHAPE = re.compile(r"\(\s*\)|[A-Za-z)]\s*\.|\d\s*\.\s*[A-Za-z_(]")
 _ROOT_SIGN_DIGITS = re.compile("\u221a\\s*(\\d+)")
-_MIXED_NUMBER = re.compile(r"(^|[^\w.)}\\])(\d+)\s*\\[dt]?frac\s*(\{\s*\d+\s*\}|\d)\s*(\{\s*\d+\s*\}|\d)")
+#: ``2\frac14`` (9/4), not after a name, a bracket, a power, an index or a division (``x^2\frac12`` is x**2/2).
+_MIXED_NUMBER = re.compile(
+    r"(?:(?<=\\cdot)|(?<=\\times)|(?<![\w.)}\\^_/]))(\d+)\s*\\[dt]?frac\s*(\{\s*\d+\s*\}|\d)\s*(\{\s*\d+\s*\}|\d)"
+)
+_THOUSANDS_COMMA = re.compile(r"\{,\}(?=\d{3}(?!\d))")
+_STRICT_THOUSANDS = re.compile(r"(?<![\d.])[1-9]\d{0,2}(?:,\d{3})+(?![\d,])")
 _LEADING_ZEROS = re.compile(r"(?<![\d.A-Za-z])0+(?=\d)")
 _SIDE_BY_SIDE = re.compile(r"\d\s+\.?\d")
-#: Trailing words that make an answer a hedge, not a unit: ``768 or more`` is not 768.
-_HEDGES = frozenset({
-    "or", "and", "not", "no", "more", "less", "fewer", "than", "least", "most", "about", "approximately", "around",
-    "over", "under", "nearly", "almost", "roughly", "between", "either", "to", "so", "plus", "minus", "maybe",
-    "perhaps", "probably", "possibly", "except", "if", "unless", "but", "at", "up", "above", "below", "times",
-})
+#: Words that make an answer a hedge, not a value (``768 or more``, ``at least 768``), wherever they are.
+_HEDGE = re.compile(
+    r"\b(?:or|at\s+least|at\s+most|about|approx(?:imately|\.)?|roughly|nearly|almost|around|between|either|maybe|"
+    r"perhaps|probably|possibly|minimum|maximum|ish|upwards?|downwards?|and\s+(?:up|above|below|over|under)|"
+    r"give\s+or\s+take|not|no\s+(?:more|less|fewer)|(?:greater|smaller|larger|fewer|less|more)\s+than(?=\s*[-\d$\\])|"
+    r"over|under|above|below)\b",
+    re.IGNORECASE,
+)
+#: LaTeX spaces and the like, read as spaces before looking for hedges (``768 or\ more``, ``768 at\,least``).
+_LATEX_SPACE = re.compile(r"\\[ ,;:!]|~|\\quad|\\qquad")
 #: Runs of up to this many letters (``2abc``) are read as products of variables; longer ones are words, not mathematics.
 _MAX_PRODUCT_NAME = 3
 
@@ -117,34 +133,49 @@ def normalize_latex(text: str, *, strict: bool = False) -> str:
 
     Handles ``\frac``/``\dfrac``/``\tfrac`` (also ``\frac12``), ``\sqrt{}``/``\sqrt[n]{}``, ``^``, ``\cdot``,
     ``\times``, ``\pi``, ``\text{...}`` units, dollars and percent signs, thousands separators, a leading ``x =`` and
-    trailing words or periods.
+    trailing words or periods. ``strict``: the strict checker's reading (module docstring).
     """
+    return _normalize(text, strict)[0]
+
+
+def _normalize(text: str, strict: bool) -> tuple[str, str]:
+    """:func:`normalize_latex`, and under ``strict`` the outer brackets of what is left before ``[`` becomes ``(``
+    (``"(]"``; ``"set"`` for ``\\{...\\}``; ``""`` for none): read after units and spacing are gone, so they are
+    the answer's own."""
     text = text.strip()
     plain_text = _TEXT_COMMAND.sub(r"\1", text).strip()
     if plain_text and not re.search(r"[\d\\]", plain_text):
-        return plain_text  # a text answer (a name, a word): keep it as is
+        return plain_text, ""  # a text answer (a name, a word): keep it as is
     # \text{...} after a value is a unit; on its own it is the answer.
     text = _TEXT_COMMAND.sub(" ", text) if _TEXT_COMMAND.sub("", text).strip() else plain_text
     if strict:
-        text = text.replace("{,}", ",")
+        text = _THOUSANDS_COMMA.sub(",", text)
         text = _ROOT_SIGN_DIGITS.sub(r"\\sqrt{\1}", text)
-        text = _MIXED_NUMBER.sub(r"\1(\2+\\frac\3\4)", text)
+        text = _MIXED_NUMBER.sub(r"(\1+\\frac\2\3)", text)
+        text = text.replace(r"\{", "\x01").replace(r"\}", "\x02")  # kept apart from braces until the shape is read
     for old, new in _REPLACEMENTS:
-        text = text.replace(old, new)
+        if not (strict and old in ("[", "]")):
+            text = text.replace(old, new)
     text = text.strip().rstrip(".").strip()
     match = _LEADING_NAME.match(text)
     if match:
         text = text[match.end():]
-    match = _TRAILING_WORDS.match(text)
-    if match:
-        words = set(_IDENTIFIER.findall(text[match.end(1):]))
-        if not words & _KNOWN_NAMES and not (strict and {w.lower() for w in words} & _HEDGES):
-            text = match.group(1)
-    text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
+    match = (_STRICT_TRAILING_WORDS if strict else _TRAILING_WORDS).match(text)
+    if match and not set(_IDENTIFIER.findall(text[match.end(1):])) & _KNOWN_NAMES:
+        text = match.group(1).strip()
+    shape = ""
     if strict:
+        text = _STRICT_THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
         text = _LEADING_ZEROS.sub("", text)
+        if len(text) > 1 and text[0] == "\x01" and text[-1] == "\x02":
+            shape = "set"
+        elif len(text) > 1 and text[0] in "([" and text[-1] in ")]":
+            shape = text[0] + text[-1]
+        text = text.replace("[", "(").replace("]", ")").replace("\x01", "{").replace("\x02", "}")
+    else:
+        text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
     text = _rewrite_commands(text)
-    return text.replace("{", "(").replace("}", ")").replace("^", "**").strip()
+    return text.replace("{", "(").replace("}", ")").replace("^", "**").strip(), shape
 
 
 def parse_answer(text: str, *, strict: bool = False) -> ParsedAnswer | None:
@@ -156,8 +187,10 @@ def parse_answer(text: str, *, strict: bool = False) -> ParsedAnswer | None:
 
 @lru_cache(maxsize=4096)  # the same references and answers are parsed again every step; results are immutable
 def _parse_cached(text: str, strict: bool) -> ParsedAnswer | None:
+    if strict and _HEDGE.search(_LATEX_SPACE.sub(" ", _TEXT_COMMAND.sub(r" \1 ", text))):
+        return None  # "768 or more", "at least 768": not one value
     try:
-        normal = normalize_latex(text, strict=strict)
+        normal, shape = _normalize(text, strict)
     except RecursionError:
         return None
     if not normal or len(normal) > MAX_ANSWER_CHARS or not _ALLOWED.match(normal) or "\\" in normal:
@@ -174,7 +207,6 @@ def _parse_cached(text: str, strict: bool) -> ParsedAnswer | None:
             parts, ordered = inner, True
     brackets = ""
     if strict and ordered:
-        shape = _outer_shape(text)
         ordered = shape != "set"
         brackets = shape if ordered else ""
     values = []
@@ -200,8 +232,9 @@ def is_equivalent(candidate: str | None, reference: str, *, strict: bool = False
     got = parse_answer(candidate, strict=strict)
     if got is None or len(got.values) != len(expected.values):
         return False
-    if strict and got.brackets != expected.brackets and any(c in got.brackets + expected.brackets for c in "[]"):
-        return False  # an interval's ends: (2, 5] is not [2, 5)
+    if strict and expected.ordered and got.brackets != expected.brackets and (
+            "[" in expected.brackets or "]" in expected.brackets or got.brackets in ("(]", "[)")):
+        return False  # an interval's ends: (2, 5] is not [2, 5); a Python list [3, 4] still answers (3, 4)
     if expected.ordered or len(expected.values) == 1:
         return all(_same_value(a, b, strict) for a, b in zip(got.values, expected.values, strict=True))
     remaining = list(got.values)
@@ -288,21 +321,6 @@ def _closes_at_end(text: str) -> bool:
     return False
 
 
-def _outer_shape(text: str) -> str:
-    r"""The outer brackets of a tuple or interval as written (``"(]"``), ``"set"`` for ``\{...\}``, or ``""``."""
-    for token in ("\\left", "\\right", "$"):
-        text = text.replace(token, "")
-    text = text.strip().rstrip(".").strip()
-    match = _LEADING_NAME.match(text)
-    if match:
-        text = text[match.end():].strip()
-    if text.startswith("\\{") and text.endswith("\\}"):
-        return "set"
-    if text[:1] in "([" and text[-1:] in ")]":
-        return text[0] + text[-1]
-    return ""
-
-
 def _plain_text(text: str) -> str:
     text = _TEXT_COMMAND.sub(r"\1", text.strip()).strip().rstrip(".")
     return re.sub(r"\s+", " ", text).strip().lower()
@@ -382,12 +400,12 @@ def _same_value(a: sympy.Expr, b: sympy.Expr, strict: bool = False) -> bool:
             return _numerically_zero(diff, scale=b, other=a if strict else None)
         # Values at fixed rational points, not expand() or simplify(): those can take minutes on (a+b+c+d)^{30}.
         symbols = sorted(diff.free_symbols, key=str)
-        for shift, point in enumerate(_POINTS):
+        points = range(max(len(_POINTS), len(symbols) + 1)) if strict else range(len(_POINTS))
+        for shift in points:
             if strict:
-                values = {s: _STRICT_POINTS[(shift + 3 * k) % len(_STRICT_POINTS)] * (k + 1) for k, s in
-                          enumerate(symbols)}
+                values = {s: _strict_point(shift, k) for k, s in enumerate(symbols)}
             else:
-                values = {s: point + k for k, s in enumerate(symbols, start=shift)}
+                values = {s: _POINTS[shift] + k for k, s in enumerate(symbols, start=shift)}
             scale = b.subs(values)
             if not _numerically_zero(diff.subs(values), scale=scale, other=a.subs(values) if strict else None):
                 return False
@@ -396,10 +414,11 @@ def _same_value(a: sympy.Expr, b: sympy.Expr, strict: bool = False) -> bool:
         return False
 
 
-#: Under ``strict``, the k-th variable takes ``(k + 1) * _STRICT_POINTS[(i + 3k) % 7]`` at the i-th point: no two
-#: variables move together, so no difference of variables is constant at every point.
-_STRICT_POINTS = (sympy.Rational(3, 7), sympy.Rational(-5, 3), sympy.Rational(11, 2), sympy.Rational(-17, 13),
-                  sympy.Rational(29, 11), sympy.Rational(-41, 19), sympy.Rational(7, 23))
+def _strict_point(point: int, variable: int) -> sympy.Rational:
+    """The value of the ``variable``-th variable at the ``point``-th evaluation point under ``strict``: drawn from a
+    generator seeded by both, so no variable's values are a fixed multiple or shift of another's."""
+    rng = random.Random(1_000_003 * point + variable)
+    return sympy.Rational(rng.choice([-1, 1]) * rng.randint(1, 997), rng.randint(2, 101))
 
 
 def _numerically_zero(diff: sympy.Expr, scale: sympy.Expr, other: sympy.Expr | None = None) -> bool:

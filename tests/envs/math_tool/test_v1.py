@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import teamgym
 from teamgym.envs.math_tool.answers import is_equivalent, parse_answer
@@ -130,10 +132,22 @@ STRICT_EQUIVALENT = [
     ("(2,5]", "(2,5]"), (r"\{5,2\}", r"\{2,5\}"), ("(1,2)", "1, 2"), ("2, 3", "3, 2"), ("x = 0.5", "1/2"),
     ("1e05", "100000"), ("0", "0"), ("10^{-3}", "0.001"),
 ]
+#: Right answers in a form the reference is not written in (the other way round they differ: see below).
+STRICT_ACCEPTED = [
+    ("[-2, 3]", "-2, 3"), ("[3, 4]", "(3, 4)"), ("[1, 2]", r"\{1, 2\}"), ("(3, -2)", "-2, 3"), ("[2,5]", "2, 5"),
+    ("12 times", "12"), ("3 more", "3"), ("15 more minutes", "15"), ("4 fewer students", "4"), ("3 at a time", "3"),
+    ("9 more than Tom", "9"), ("5 min", "5"), (r"(2, 5]\text{ s}", "(2, 5]"), (r"x^2\frac{1}{2}", "x^2/2"),
+    (r"2^3\frac12", "4"), (r"1/2\frac13", "1/6"), (r"3\cdot2\frac12", "15/2"), (r"3\cdot 2\frac12", "15/2"),
+    (r"\left[2,5\right]\!", "(2,5)"),
+]
 STRICT_DIFFERENT = [
     ("0768", "0"), ("45 360", "45360"), ("45 360", "16200"), ("3+\u221a22", r"3 + 2\sqrt{2}"), (r"2\frac14", "1/2"),
-    ("768 or more", "768"), ("768 or less", "768"), ("at least 768", "768"), ("b - a", "1"), ("y", "x + 1"),
-    ("(2,5]", "[2,5)"), ("[2,5]", "2, 5"), ("(1, 2)", "(2, 1)"),
+    ("768 or more", "768"), ("768 or less", "768"), ("at least 768", "768"), ("about 768", "768"),
+    ("more than 768", "768"), (r"768\text{ or more}", "768"), (r"768 \text{or more}", "768"), (r"768 or\ more", "768"),
+    (r"768 at\,least", "768"), ("768 minimum", "768"), ("768 approx", "768"), ("768 upwards", "768"),
+    ("b - a", "1"), ("y", "x + 1"), ("a+b+c+d+e+f+g+h + (h-8a)(b+c+d+e+f+g)", "a+b+c+d+e+f+g+h"),
+    ("(2,5]", "[2,5)"), ("2, 5", "[2,5]"), ("(1, 2)", "(2, 1)"), (r"[2, 5)\%", "(2, 5)"),
+    (r"(2, 5]\text{ s}", "(2, 5)"), ("0,033", "33"), ("1{,}5", "1.5"),
 ]
 
 
@@ -141,6 +155,11 @@ STRICT_DIFFERENT = [
 def test_the_strict_checker_accepts_right_forms_v0_misread(candidate: str, reference: str) -> None:
     assert is_equivalent(candidate, reference, strict=True)
     assert is_equivalent(reference, candidate, strict=True)
+
+
+@pytest.mark.parametrize(("candidate", "reference"), STRICT_ACCEPTED)
+def test_the_strict_checker_accepts_a_right_answer_in_another_form(candidate: str, reference: str) -> None:
+    assert is_equivalent(candidate, reference, strict=True)
 
 
 @pytest.mark.parametrize(("candidate", "reference"), STRICT_DIFFERENT)
@@ -176,3 +195,13 @@ def test_discussion_v1_groups_votes_with_the_strict_checker() -> None:
         for answer in ("0768", "0", "5"):
             env.step(rf"\boxed{{{answer}}}")
         assert env.infos["agent_0"]["round_majority"] == majority, env_id
+
+
+_PIECES = [*"0123456789{}[]()\\,.^_/ -+xy", r"\frac", r"\{", r"\}", "\u221a", r"\text{", "or", r"\cdot", r"\left"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
+@settings(max_examples=300, deadline=None)
+def test_the_strict_checker_never_raises(text: str) -> None:
+    assert isinstance(is_equivalent(text, "(2, 5]", strict=True), bool)
+    assert isinstance(is_equivalent("12", text, strict=True), bool)
