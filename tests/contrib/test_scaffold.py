@@ -38,7 +38,7 @@ def _offline_build() -> list[str]:
     ("My-Game", ("a",), "lowercase Python identifier"),
     ("class", ("a",), "lowercase Python identifier"),
     ("x" * 31, ("a",), "at most 30"),
-    ("discussion", ("a",), "already registered.*discussion-v1 beside it"),
+    ("discussion", ("a",), "already registered.*discussion-v2 beside it"),
     ("my_game", (), "--roles"),
     ("my_game", ("scout", "scout"), "distinct"),
     ("my_game", ("Scout",), "lowercase identifiers"),

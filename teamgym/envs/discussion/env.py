@@ -36,7 +36,7 @@ Rewards (``rewards[agent] == alpha * team + local``; ``local`` is the sum of the
     ``correct``      {0, 1}                           1                        the agent's answer this round is
                                                                                correct (every round)
     ``format``       {-format_penalty, 0}             ``format_penalty``       no ``\boxed{...}`` in the reply
-                                                      = 0.5
+                                                      = 0.5                    (v1: or an empty one)
     ``switch``       {-switch_weight, 0,              ``switch_weight`` = 0.5  rounds >= 1: + when the agent went
                      +switch_weight}                                           from wrong (or no answer) to right,
                                                                                - when it went from right to wrong
@@ -67,7 +67,8 @@ Options (keyword-only)
     or ``max_cycles`` = rounds + 1, PettingZoo's name), ``alpha`` (1.0 or a dict per agent), ``render_mode``,
     ``difficulty`` (``None`` or 1-3), ``families`` (``None`` or a subset), ``dataset`` (``None`` or a JSONL path),
     ``rationale_chars`` (400), ``format_penalty`` (0.5), ``switch_weight`` (0.5), ``persuasion_weight`` (0.25),
-    ``max_prompt_chars`` (16384), ``max_action_chars`` (16384), ``strict_answers`` (``False``, v0; ``True``, v1).
+    ``max_prompt_chars`` (16384), ``max_action_chars`` (16384), ``strict_answers`` (``False``, v0; ``True``, v1:
+    the strict checker, and an empty ``\boxed{}`` is no answer).
 
 Scripted policies (for every agent)
     ``oracle`` (default; boxes the reference answer) and ``random`` (a random small integer, sometimes no box).
@@ -75,7 +76,8 @@ Scripted policies (for every agent)
 Version history
     v0: first version.
     v1: answers are checked with the strict checker (``strict_answers=True``; :mod:`teamgym.envs.math_tool.answers`
-    lists what it fixes: ``033`` read as 0, ``768 or more`` as 768, ``b - a`` as 1...). Rewards are v0's.
+    lists what it fixes: ``033`` read as 0, ``768 or more`` as 768, ``b - a`` as 1...), and an empty ``\boxed{}``
+    earns the format penalty (in v0 it cost nothing). Rewards are otherwise v0's.
 
 >>> import teamgym
 >>> env = teamgym.make("discussion-v0", num_agents=2, rounds=1)
@@ -193,7 +195,7 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
             state.answers.append({})
             state.replies.append({})
             state.correct.append({})
-        answer = extract_boxed(action)
+        answer = self._boxed(action)
         correct = self._is_correct(answer)
         state.answers[round_index][agent] = answer
         state.replies[round_index][agent] = clip_text(action, max(self.rationale_chars, 1))
@@ -232,6 +234,11 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
             info.setdefault(a, {}).update({"round_answers": list(answers), "round_majority": majority,
                                            "round_majority_correct": majority_correct})
         return Outcome(terms, terminated=final, info=info)
+
+    def _boxed(self, action: str) -> str | None:
+        """The reply's ``\\boxed{}`` answer; under ``strict_answers`` an empty box is no answer (the format penalty)."""
+        answer = extract_boxed(action)
+        return None if self.strict_answers and answer is not None and not answer.strip() else answer
 
     def _is_correct(self, answer: str | None) -> bool:
         return is_equivalent(answer, self.task.answer, strict=self.strict_answers)

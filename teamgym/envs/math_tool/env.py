@@ -42,7 +42,8 @@ Rewards (``rewards[agent] == alpha * team + local``; ``local`` is the sum of the
                                                                               printed nothing
     ``correct``       reasoner    {0, 1}                  1                   its ``\boxed{}`` answer is correct
                                                                               (v1: the first time only)
-    ``format``        reasoner    {-format_penalty, 0}    ``format_penalty``  no ``\boxed{...}`` in the reply
+    ``format``        reasoner    {-format_penalty, 0}    ``format_penalty``  no ``\boxed{...}`` in the reply (v1:
+                                                                              or an empty one)
     ================  ==========  ======================  ==================  ======================================
 
     If the sandbox itself fails, the tool's step scores nothing and ``infos[agent]["infra_error"]`` says why (drop
@@ -78,7 +79,8 @@ Options (keyword-only)
     (``("sympy", "mpmath")``: the installed distributions a tool program may import besides the standard library;
     the sandbox shows it nothing else), ``format_penalty`` (0.5),
     ``exec_penalty`` (0.25), ``max_prompt_chars`` (16384), ``max_action_chars`` (16384), ``pay_correct``
-    (``"every_turn"``, v0; ``"once"``, v1), ``strict_answers`` (``False``, v0; ``True``, v1: the strict checker).
+    (``"every_turn"``, v0; ``"once"``, v1), ``strict_answers`` (``False``, v0; ``True``, v1: the strict checker,
+    and an empty ``\boxed{}`` is no answer).
 
 Scripted policies
     ``oracle`` (default; the tool prints the reference answer, the reasoner boxes it: team reward 1 in turn 0) and
@@ -87,7 +89,8 @@ Scripted policies
 Version history
     v0: first version.
     v1: each agent's ``correct`` is paid once (v0 paid it every turn, and a team that knew the answer earned more
-    by never agreeing); answers are checked with the strict checker.
+    by never agreeing); answers are checked with the strict checker, and an empty ``\boxed{}`` earns the format
+    penalty (in v0 it cost nothing, as much as an honest wrong answer).
 
 >>> import teamgym
 >>> env = teamgym.make("math_tool-v0", difficulty=1)
@@ -271,7 +274,7 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
         self.state.tool_answer.append(answer)
 
     def _reasoner_step(self, action: str) -> Outcome:
-        answer = extract_boxed(action)
+        answer = self._boxed(action)
         correct = self._is_correct(answer)
         tool_answer = _at(self.state.tool_answer, self.turn)
         agrees = answer is not None and tool_answer is not None and is_equivalent(tool_answer, answer,
@@ -288,6 +291,11 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
                  "tool": reward_terms(team=team)}
         info = {"reasoner": {"answer": answer, "correct": correct, "agrees_with_tool": agrees}}
         return Outcome(terms, terminated=terminated, info=info)
+
+    def _boxed(self, action: str) -> str | None:
+        """The reply's ``\\boxed{}`` answer; under ``strict_answers`` an empty box is no answer (the format penalty)."""
+        answer = extract_boxed(action)
+        return None if self.strict_answers and answer is not None and not answer.strip() else answer
 
     def _is_correct(self, answer: str | None) -> bool:
         return is_equivalent(answer, self.task.answer, strict=self.strict_answers)

@@ -205,3 +205,21 @@ _PIECES = [*"0123456789{}[]()\\,.^_/ -+xy", r"\frac", r"\{", r"\}", "\u221a", r"
 def test_the_strict_checker_never_raises(text: str) -> None:
     assert isinstance(is_equivalent(text, "(2, 5]", strict=True), bool)
     assert isinstance(is_equivalent("12", text, strict=True), bool)
+
+
+@pytest.mark.parametrize(("env_id", "penalty"), [("math_tool-v0", 0.0), ("math_tool-v1", -0.5)])
+def test_an_empty_box_is_no_answer_in_v1(env_id: str, penalty: float) -> None:
+    """v0 paid an empty ``\\boxed{}`` what it paid an honest wrong answer (0); v1 gives it the format penalty."""
+    env = teamgym.make(env_id)
+    env.reset(seed=0)
+    env.step(_print("-123457"))
+    env.step(r"I give up. \boxed{ }")
+    assert env.rewards["reasoner"] == penalty
+
+
+@pytest.mark.parametrize(("env_id", "penalty"), [("discussion-v0", 0.0), ("discussion-v1", -0.5)])
+def test_an_empty_box_is_no_answer_in_discussion_v1(env_id: str, penalty: float) -> None:
+    env = teamgym.make(env_id, num_agents=2, rounds=1)
+    env.reset(seed=0)
+    env.step(r"\boxed{}")
+    assert env.rewards["agent_0"] == penalty
