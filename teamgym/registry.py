@@ -12,7 +12,7 @@ calls :func:`register` (or at a module that does so when imported)::
 
 >>> import teamgym
 >>> teamgym.spec("coder_tester").id
-'coder_tester-v0'
+'coder_tester-v1'
 """
 
 from __future__ import annotations

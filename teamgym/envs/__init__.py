@@ -13,6 +13,9 @@ from teamgym.registry import register
 
 register("coder_tester-v0", "teamgym.envs.coder_tester.env:CoderTesterEnv",
          description="A coder and a tester write a solution and unit tests for a coding problem")
+register("coder_tester-v1", "teamgym.envs.coder_tester.env:CoderTesterEnv", pay="bounded",
+         description="A coder and a tester write a solution and unit tests for a coding problem (each term's "
+                     "episode total bounded; the episode ends once the code is right)")
 register("plan_path-v0", "teamgym.envs.planning.plan_path:PlanPathEnv",
          description="A tool agent and a planner find a shortest path on a grid with obstacles")
 register("plan_path-v1", "teamgym.envs.planning.plan_path:PlanPathEnv", ends_on_goal=True,

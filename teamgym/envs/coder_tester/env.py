@@ -31,23 +31,43 @@ terms):
 term               agent   range       weight  meaning
 =================  ======  ==========  ======  ==============================================================
 ``team``           both    [0, 1]      alpha   fraction of the ground-truth tests the current code passes
+                                               (v1: its change, paid to both on the coder's step)
 ``pass_rate``      coder   [0, 1]      1       fraction of the tester's latest tests the code passes, counting
                                                only *valid* ones (the golden solution passes them) when the
-                                               problem has a solution; 0 while there are none
+                                               problem has a solution; 0 while there are none (v1: what
+                                               it adds to its best earlier value, also when new tests
+                                               judge the same code, on the tester's step)
 ``format``         coder   {-1, 0}     1       -1: no code block, or the code does not parse (the code then
                                                counts as absent: ``team`` 0)
 ``discrimination`` tester  [-1, 1]     1       mean over its tests of CURE's test reward (see ``rewards``):
                                                +share of wrong programs a right test fails, -share of wrong
                                                programs a wrong test lets pass; 0 without a correct program
+                                               (v1: a positive value only beyond its best earlier one)
 ``validity``       tester  [-1, 0]     1       -share of its tests that a correct program fails (catches the
                                                wrong tests CURE scores 0, e.g. ones every program fails)
 ``format``         tester  {-1, 0}     1       -1: no test could be read
 =================  ======  ==========  ======  ==============================================================
 
+**Why v1 bounds the pay** (``pay="bounded"``). v0 pays ``team`` (a level) to both agents at every step, and
+``pass_rate`` and ``discrimination`` every turn, while the episode goes on until the code passes the tester's latest
+suite, so a team earns more the longer it keeps an episode open. A tester that adds one failing test (``assert
+False``, or one on behaviour the statement leaves open) to an honest suite keeps a right coder's episode going to the
+turn limit: 12.6 summed over both agents against 2.7 for the same team ending at once, over all 194 bundled problems
+(192 of them pay more). A coder wrong at turn 0 and right at turn 1 earned 2 against 1 for right at once, and one
+right except on one of the tester's inputs most (5.7). Every estimator that scores the summed reward learns that.
+In v1 ``team`` is paid as its change (an episode's ``team`` terms add up to the final pass rate), ``pass_rate`` and
+``discrimination`` only beyond the best value the agent was paid earlier in the episode (so their totals are at
+most 1 each), penalties every turn, and the episode also ends at the end of a turn in which the code passes every
+ground-truth test. The coder's wrong attempts are no longer programs the tester is judged on (a coder wrong on
+purpose gave its tester another program to catch, and more ``discrimination``); its right ones still are. The
+coder's code is judged on each new suite as well (its ``pass_rate`` then arrives on the tester's step), so a coder
+right at turn 0 earns what one right later earns. What is left: a coder that hard-codes the tester's visible tests
+still earns ``pass_rate`` (at most 1 per episode in v1) without ``team``.
+
 Programs in the tester's matrix: correct ones (the golden solution, coder attempts passing every ground-truth
 test) and wrong ones (``num_mutants`` deterministic mutants of the golden solution, each failing some
-ground-truth test; every earlier failing coder attempt; attempts that time out on a ground-truth test are left
-out as they would reward any test). Trivial tests (``assert True``) pass everything: no discrimination. Tests
+ground-truth test; in v0 every earlier failing coder attempt; attempts that time out on a ground-truth test are
+left out as they would reward any test). Trivial tests (``assert True``) pass everything: no discrimination. Tests
 that every program fails are invalid. A tester cannot see or import the golden solution (it is in no prompt,
 and golden and mutants are formatted alike, so source inspection does not tell them apart).
 
@@ -71,7 +91,8 @@ carry every key from ``reset``; the per-test lists change length from step to st
 or ``max_cycles``, PettingZoo's name for it), ``turn_order``
 (``"coder_first"`` as AT-GRPO, or ``"tester_first"``: tests written from the statement alone, then code),
 ``tester_sees_code`` (True), ``feedback_chars`` (2000), ``timeout`` (1.0 s per test, CURE's limit),
-``num_mutants`` (4), ``max_tests`` (20), ``alpha`` (1.0), ``render_mode``.
+``num_mutants`` (4), ``max_tests`` (20), ``alpha`` (1.0), ``render_mode``, ``pay`` (``"every_turn"``, v0;
+``"bounded"``, v1).
 
 **Data** (``load_problems`` in :mod:`~teamgym.envs.coder_tester.adapters`): HumanEval and the ``stdio``
 problems are bundled. Any other dataset is best used from a local copy (no network at ``make``), saved once with
@@ -101,7 +122,8 @@ program's entry point with plain data (see :mod:`teamgym.sandbox.harness`); the 
 calls correctly. The tester's tests get a judge of their own, never the ground truth's. A test sees only the
 entry point's behaviour (not the program's source), so it cannot target how a mutant was written.
 
-Version history: v0 (this version).
+Version history: v0, the first version; v1 (``pay="bounded"``): each term's episode total is bounded by what one
+turn can earn, and the episode ends once the code passes every ground-truth test (above, "Why v1 bounds the pay").
 """
 
 from __future__ import annotations
@@ -131,6 +153,8 @@ from teamgym.errors import InvalidArgumentError
 __all__ = ["CoderTesterEnv", "EpisodeState", "Attempt"]
 
 TURN_ORDERS = {"coder_first": ("coder", "tester"), "tester_first": ("tester", "coder")}
+#: How the terms are paid (``CoderTesterEnv(pay=...)``; module docstring, "Why v1 bounds the pay").
+PAYMENTS = ("every_turn", "bounded")
 
 # (problem, num_mutants, timeout) -> the mutants kept; problems are frozen and hashable. Only successful
 # computations are stored (a sandbox failure is retried next time).
@@ -152,6 +176,8 @@ class EpisodeState:
 
     code: str = ""
     team: float = 0.0
+    #: under ``pay="bounded"``: the best ``pass_rate`` and ``discrimination`` paid so far this episode
+    best: dict[str, float] = field(default_factory=dict)
     attempts: list[Attempt] = field(default_factory=list)
     tests: tuple[TestCase, ...] = ()
     test_valid: list[bool | None] = field(default_factory=list)
@@ -182,7 +208,15 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         alpha: float | dict[str, float] = 1.0,
         render_mode: str | None = None,
         max_cycles: int | None = None,
+        pay: str = "every_turn",
     ):
+        if pay not in PAYMENTS:
+            raise InvalidArgumentError(
+                f"pay={pay!r}: expected 'bounded' (coder_tester-v1: each term's episode total is bounded by what one "
+                "turn can earn, and the episode ends once the code is right) or 'every_turn' (coder_tester-v0)"
+            )
+        self.pay = pay
+        self.metadata = {**self.metadata, "name": "coder_tester-v1" if pay == "bounded" else "coder_tester-v0"}
         if turn_order not in TURN_ORDERS:
             raise InvalidArgumentError(f"turn_order={turn_order!r}: expected one of {sorted(TURN_ORDERS)}")
         for name, value, low in (
@@ -302,7 +336,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
             state.passed_tests = bool(state.code and state.tests and state.verdicts) and all(
                 v.passed for v in state.verdicts
             )
-            if state.passed_tests:
+            if state.passed_tests or (self.pay == "bounded" and state.team == 1.0):
                 return Outcome(outcome.terms, terminated=True, info=outcome.info)
         return outcome
 
@@ -312,13 +346,16 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         before = state.team
         if parsed.problem:
             state.code, state.team, state.verdicts = "", 0.0, []
-            terms = reward_terms(team=0.0, pass_rate=0.0, format=-1.0)
             info = {
                 "gt_verdicts": [False] * len(problem.tests),
                 "test_verdicts": [],
                 "pass_rate_delta": -before,
                 "code_problem": parsed.problem,
             }
+            if self.pay == "bounded":
+                return Outcome({"coder": reward_terms(team=-before, pass_rate=0.0, format=-1.0),
+                                "tester": reward_terms(team=-before)}, info={"coder": info})
+            terms = reward_terms(team=0.0, pass_rate=0.0, format=-1.0)
             return Outcome({"coder": terms}, info={"coder": info})
         # The ground truth and the tester's (model-written) tests go to separate judges.
         gt_matrix, tester_matrix = execute_suites(
@@ -341,15 +378,33 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
                     scored=not any(v.status == "timeout" for v in gt),
                 )
             )
-        counted = [v.passed for v, ok in zip(generated, state.test_valid) if ok is not False]
-        terms = reward_terms(team=state.team, pass_rate=pass_rate(counted), format=0.0)
         info = {
             "gt_verdicts": [v.passed for v in gt],
             "test_verdicts": [v.passed for v in generated],
             "pass_rate_delta": state.team - before,
             "code_problem": "",
         }
+        if self.pay == "bounded":
+            delta = state.team - before
+            terms = reward_terms(team=delta, pass_rate=self._beyond_best("pass_rate", self._code_pass_rate()),
+                                 format=0.0)
+            return Outcome({"coder": terms, "tester": reward_terms(team=delta)}, info={"coder": info})
+        terms = reward_terms(team=state.team, pass_rate=self._code_pass_rate(), format=0.0)
         return Outcome({"coder": terms}, info={"coder": info})
+
+    def _code_pass_rate(self) -> float:
+        """The share of the tester's latest tests the current code passes, valid ones only (0 without any)."""
+        state = self.state
+        return pass_rate([v.passed for v, ok in zip(state.verdicts, state.test_valid) if ok is not False])
+
+    def _beyond_best(self, term: str, value: float) -> float:
+        """Under ``pay="bounded"``: what ``value`` adds to the best value of ``term`` paid earlier this episode (a
+        negative value is paid as it is: a penalty never farms)."""
+        if value <= 0.0:
+            return value
+        best = self.state.best.get(term, 0.0)
+        self.state.best[term] = max(best, value)
+        return max(0.0, value - best)
 
     def _programs(self, agent: str, action: str) -> list[sandbox.WireProgram]:
         """The test matrices ``step(action)`` would run: the coder's code against the ground truth and the
@@ -374,14 +429,17 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         correct: list[bool] = []
         current = next((a for a in state.attempts if a.code == state.code), None) if state.code else None
         skip = 0
+        # Under pay="bounded" the coder's wrong attempts are not judged: one would give the tester another wrong
+        # program to catch, so a coder wrong on purpose could raise its teammate's discrimination.
+        judged = [a for a in state.attempts if a.scored and (a.correct or self.pay != "bounded")]
         if current is not None:
             programs.append(current.code)
             correct.append(current.correct)
-            skip = 0 if current.scored else 1
+            skip = 0 if current in judged else 1
         golden = self.golden(problem)
         candidates = [(golden, True)] if golden is not None else []
         candidates += [(m, False) for m in self.mutants(problem)]
-        candidates += [(a.code, a.correct) for a in state.attempts if a.scored]
+        candidates += [(a.code, a.correct) for a in judged]
         for code, ok in candidates:
             if code not in programs:
                 programs.append(code)
@@ -398,7 +456,8 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         }
         if parsed.problem:
             state.tests, state.test_valid, state.verdicts = (), [], []
-            terms = reward_terms(team=state.team, discrimination=0.0, validity=0.0, format=-1.0)
+            team = 0.0 if self.pay == "bounded" else state.team
+            terms = reward_terms(team=team, discrimination=0.0, validity=0.0, format=-1.0)
             return Outcome(
                 {"tester": terms},
                 info={"tester": {**base, "test_valid": [], "test_rewards": [], "code_verdicts": []}},
@@ -409,7 +468,8 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         if infra:
             self._mutant_infra = ""
             return Outcome(
-                {"tester": reward_terms(team=state.team, discrimination=0.0, validity=0.0, format=0.0)},
+                {"tester": reward_terms(team=0.0 if self.pay == "bounded" else state.team, discrimination=0.0,
+                                        validity=0.0, format=0.0)},
                 info={"tester": base},
                 infra_error=infra,
             )
@@ -420,12 +480,16 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         invalid_share = sum(v is False for v in valid) / len(valid)
         state.tests, state.test_valid = parsed.tests, valid
         state.verdicts = list(matrix[0]) if state.code else []
-        terms = reward_terms(
-            team=state.team,
-            discrimination=sum(test_rewards) / len(test_rewards),
+        discrimination = sum(test_rewards) / len(test_rewards)
+        terms = {"tester": reward_terms(
+            team=0.0 if self.pay == "bounded" else state.team,
+            discrimination=self._beyond_best("discrimination", discrimination) if self.pay == "bounded"
+            else discrimination,
             validity=-invalid_share,
             format=0.0,
-        )
+        )}
+        if self.pay == "bounded" and state.code:  # the code, judged on the new tests, may pass more of them
+            terms["coder"] = reward_terms(pass_rate=self._beyond_best("pass_rate", self._code_pass_rate()))
         info = {
             **base,
             "test_valid": valid,
@@ -436,7 +500,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
             "num_correct_programs": sum(flags),
             "num_wrong_programs": len(flags) - sum(flags),
         }
-        return Outcome({"tester": terms}, info={"tester": info})
+        return Outcome(terms, info={"tester": info})
 
     def _info_defaults(self, agent: str) -> dict[str, Any]:
         if agent == "coder":

@@ -2,7 +2,9 @@
 
 Agents see each other's *extracted* code or tests, never the prose around them, so text written to manipulate the
 other agent ("ignore your instructions...") reaches it only inside a code block, as code. The golden solution, the
-ground-truth tests and the mutants never appear in a prompt.
+ground-truth tests and the mutants never appear in a prompt as such; a problem's statement may show examples that are
+also ground-truth tests (HumanEval's docstrings: by a string match, 281 of its 1,133 ground-truth tests, on 106 of its
+164 problems), so a program that hard-codes the statement's examples passes those.
 """
 
 from __future__ import annotations
