@@ -468,8 +468,11 @@ class TurnBasedTextEnv(AECEnv, EnvHooks[TaskT, StateT]):
         summary.update(self._episode_extras())
         return summary
 
-    def _snapshot_owner(self) -> tuple[str, tuple[str, ...], int, tuple[tuple[str, float], ...]]:
-        return (type(self).__name__, tuple(self.possible_agents), self.max_turns, tuple(sorted(self.alpha.items())))
+    def _snapshot_owner(self) -> tuple[str, tuple[str, ...], int, tuple[tuple[str, float], ...], str]:
+        # The metadata name tells versions of one class apart (coder_tester-v0 and -v1 pay differently: an episode
+        # of one must not go on under the other's rules).
+        return (type(self).__name__, tuple(self.possible_agents), self.max_turns, tuple(sorted(self.alpha.items())),
+                str(self.metadata.get("name", "")))
 
     def _require_own_state(self, method: str) -> None:
         if self._handed_off:

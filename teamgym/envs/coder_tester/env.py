@@ -16,7 +16,8 @@ writes unit tests. Later turns: each sees the execution feedback (which of the t
 current code fails, with input / expected / actual, clipped to ``feedback_chars``) and revises. Default order
 (AT-GRPO): coder, then tester, who sees the coder's current code. The episode **terminates** at the end of a
 turn in which the current code passes every test of the tester's latest suite, provided that suite has at
-least one test (no test written is never "all passed"); otherwise it is truncated after ``max_turns``.
+least one test (no test written is never "all passed"), and in v1 also at the end of a turn in which it passes
+every ground-truth test; otherwise it is truncated after ``max_turns``.
 
 **Spaces**: observations ``Dict(prompt: TextSpace, turn: Discrete(max_turns + 1))``; actions: the raw
 completion. Action formats (details in :mod:`~teamgym.envs.coder_tester.parsing`): the coder's program is its
@@ -31,7 +32,8 @@ terms):
 term               agent   range       weight  meaning
 =================  ======  ==========  ======  ==============================================================
 ``team``           both    [0, 1]      alpha   fraction of the ground-truth tests the current code passes
-                                               (v1: its change, paid to both on the coder's step)
+                                               (v1: its change, in [-1, 1], paid to both on the coder's
+                                               step)
 ``pass_rate``      coder   [0, 1]      1       fraction of the tester's latest tests the code passes, counting
                                                only *valid* ones (the golden solution passes them) when the
                                                problem has a solution; 0 while there are none (v1: what
@@ -105,7 +107,9 @@ dataset            hub name                                  format             
 CodeContests       ``deepmind/code_contests``                ``codecontests``   stdio; public + private tests
 APPS               ``codeparrot/apps``                       ``apps``           stdio, or call style (``fn_name``)
 LiveCodeBench      ``livecodebench/code_generation_lite``    ``livecodebench``  no solutions: tests are judged by
-                                                                                correct coder attempts
+                                                                                correct coder attempts (v1: and
+                                                                                no wrong program, so the tester's
+                                                                                ``discrimination`` is 0)
 CURE               ``Gen-Verse/CodeContests``                ``cure``           stdio
 MBPP, sanitized    ``google-research-datasets/mbpp``         ``mbpp``           call style; the first test is shown
                                                                                 with the statement
@@ -441,7 +445,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         candidates += [(m, False) for m in self.mutants(problem)]
         candidates += [(a.code, a.correct) for a in judged]
         for code, ok in candidates:
-            if code not in programs:
+            if code not in programs[skip:]:  # an unscored current attempt must not stand in for a mutant
                 programs.append(code)
                 correct.append(ok)
         return programs, correct, skip
@@ -475,8 +479,13 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
             )
         passes = [[v.passed for v in row] for row in matrix[skip:]]
         flags = correct[skip:]
-        test_rewards = cure_test_rewards(passes, flags)
-        valid = validity(passes, flags)
+        if flags:
+            test_rewards = cure_test_rewards(passes, flags)
+            valid = validity(passes, flags)
+            diagnostics = {"kill_rate": suite_kill_rate(passes, flags, valid), **precision(passes, flags, valid)}
+        else:  # no program to judge the tests on (no golden solution, no scored attempt yet): nothing to pay
+            test_rewards, valid = [0.0] * len(parsed.tests), [None] * len(parsed.tests)
+            diagnostics = {"kill_rate": None, "p_01": None, "p_00": None}
         invalid_share = sum(v is False for v in valid) / len(valid)
         state.tests, state.test_valid = parsed.tests, valid
         state.verdicts = list(matrix[0]) if state.code else []
@@ -494,8 +503,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
             **base,
             "test_valid": valid,
             "test_rewards": test_rewards,
-            "kill_rate": suite_kill_rate(passes, flags, valid),
-            **precision(passes, flags, valid),
+            **diagnostics,
             "code_verdicts": [v.passed for v in state.verdicts],
             "num_correct_programs": sum(flags),
             "num_wrong_programs": len(flags) - sum(flags),

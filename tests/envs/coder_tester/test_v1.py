@@ -108,3 +108,52 @@ def test_v1_team_terms_add_up_to_the_final_pass_rate(coder: Policy) -> None:
             team[name] += env.infos[name]["reward_terms"].get("team", 0.0)
     final = env.unwrapped.state.team
     assert team == pytest.approx({"coder": final, "tester": final})
+
+
+def test_v1_a_wrong_attempt_equal_to_a_mutant_does_not_remove_it_from_the_testers_matrix() -> None:
+    """v1 leaves a wrong attempt unscored; deduplicating against it dropped the mutant it copied, so the tester faced
+    one wrong program fewer and the same suite earned more (the team beat the oracle on 13 of 20 problems)."""
+    env = teamgym.make("coder_tester-v1")
+    env.reset(seed=0, options={"task_id": "HumanEval/10"})
+    mutant = env.unwrapped.mutants(env.unwrapped.task)[0]
+    env.step(_py(mutant))
+    env.step(_oracle_tester(env.unwrapped, 0))
+    info = env.infos["tester"]
+    assert info["num_wrong_programs"] == len(env.unwrapped.mutants(env.unwrapped.task))
+    honest = teamgym.make("coder_tester-v1")
+    honest.reset(seed=0, options={"task_id": "HumanEval/10"})
+    honest.step(_oracle_coder(honest.unwrapped, 0))
+    honest.step(_oracle_tester(honest.unwrapped, 0))
+    assert info["reward_terms"]["discrimination"] == honest.infos["tester"]["reward_terms"]["discrimination"]
+
+
+@pytest.mark.parametrize("env_id", ["coder_tester-v0", "coder_tester-v1"])
+@pytest.mark.parametrize("turn_order", ["coder_first", "tester_first"])
+def test_tests_with_no_program_to_judge_them_on_earn_nothing_and_do_not_raise(env_id: str, turn_order: str) -> None:
+    """Without a golden solution (LiveCodeBench) and before any scored attempt, the tester's matrix has no row: the
+    step raised ValueError (v0 with the tester first, v1 after a wrong first attempt)."""
+    from pathlib import Path
+
+    dataset = Path(__file__).parent / "fixtures" / "livecodebench.jsonl"
+    env = teamgym.make(env_id, dataset=str(dataset), turn_order=turn_order)
+    env.reset(seed=0, options={"task_id": "abc001_a"})
+    tests = '```json\n[{"input": "5\\n", "output": "25\\n"}, {"input": "2\\n", "output": "4\\n"}]\n```'
+    for _ in range(2):
+        agent = env.agent_selection
+        env.step(_py("n = int(input())\nprint(n + n)") if agent == "coder" else tests)
+        if agent == "tester":
+            info = dict(env.infos["tester"])
+    assert info["reward_terms"]["discrimination"] == 0.0 and info["reward_terms"]["validity"] == 0.0
+    assert info["test_valid"] == [None, None] and info["kill_rate"] in (None, 0.0)
+
+
+def test_a_snapshot_of_one_version_does_not_restore_into_another() -> None:
+    """v0 and v1 pay differently: a v0 episode restored into v1 (empty ``best``) paid pass_rate again."""
+    from teamgym.errors import SnapshotError
+
+    v0, v1 = teamgym.make("coder_tester-v0"), teamgym.make("coder_tester-v1")
+    v0.reset(seed=0, options={"task_id": "HumanEval/0"})
+    v1.reset(seed=0, options={"task_id": "HumanEval/0"})
+    with pytest.raises(SnapshotError):
+        v1.unwrapped.restore(v0.unwrapped.snapshot())
+    v1.unwrapped.restore(v1.unwrapped.snapshot())
