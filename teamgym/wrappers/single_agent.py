@@ -5,7 +5,8 @@ Single-agent RL libraries (TRL-style trainers, Stable-Baselines-like loops, Tian
 ``gymnasium.Env``. This view exposes one agent of any teamgym env: ``reset`` plays the partners until it is
 the agent's turn, ``step(action)`` applies the agent's completion, then plays the partners until it is the
 agent's turn again or the episode ends. The reward is the agent's cumulative reward since its last action
-(what PettingZoo's ``last()`` hands it: its own step's reward plus what it received at its partners' steps);
+(what PettingZoo's ``last()`` hands it: its own step's reward plus what it received at its partners' steps; what
+it received at the partners' steps ``reset`` played, before its first turn, comes with its first step's reward);
 ``info`` is the agent's ``infos`` entry. Observation and action spaces are the agent's. Passes
 ``gymnasium.utils.env_checker.check_env``.
 
@@ -145,6 +146,7 @@ class SingleAgentView(gymnasium.Env):
         self._reports: dict[str, Any] = {}  # the env's diagnostics for the agent since the last info handed out
         self._defaults: dict[str, Any] = {}
         self._skipped = 0
+        self._carry = 0.0  # what the agent received before its first turn, handed over with its first step
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -167,6 +169,9 @@ class SingleAgentView(gymnasium.Env):
             self.env.reset(options=options)
             self._play_partners()
         self._skipped = skipped
+        # Partners' steps before the agent's first turn may already have paid it (coder_tester-v1 pays the team's
+        # progress on the coder's step): Gymnasium's reset returns no reward, so the first step hands it over.
+        self._carry = float(self.env._cumulative_rewards.get(self.agent, 0.0))
         declared = getattr(self.env.unwrapped, "info_defaults", None)
         self._defaults = declared(self.agent) if callable(declared) else {}
         info = self._info()
@@ -184,11 +189,12 @@ class SingleAgentView(gymnasium.Env):
                 f"SingleAgentView.step for {self.agent!r}, whose episode is over (or before reset): call "
                 "reset()"
             )
+        carry, self._carry = self._carry, 0.0
         self.env.step(action)
         self._action_flags = dict(self.env.infos.get(self.agent, {}).get("action_flags", _NO_FLAGS))
         self._note_reports()
         self._play_partners()
-        reward = float(self.env._cumulative_rewards.get(self.agent, 0.0))
+        reward = carry + float(self.env._cumulative_rewards.get(self.agent, 0.0))
         terminated = bool(self.env.terminations.get(self.agent, True))
         truncated = bool(self.env.truncations.get(self.agent, False)) and not terminated
         return self._observation(), reward, terminated, truncated, copy.deepcopy(self._info())

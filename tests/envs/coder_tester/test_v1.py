@@ -157,3 +157,15 @@ def test_a_snapshot_of_one_version_does_not_restore_into_another() -> None:
     with pytest.raises(SnapshotError):
         v1.unwrapped.restore(v0.unwrapped.snapshot())
     v1.unwrapped.restore(v1.unwrapped.snapshot())
+
+
+def test_the_single_agent_view_hands_over_what_partners_paid_before_the_first_turn() -> None:
+    """In v1 the coder's turn-0 step pays the tester the team's progress, before the tester's first turn, which a
+    Gymnasium ``reset`` cannot return: the tester's first step does (it was lost)."""
+    from teamgym.wrappers import SingleAgentView
+
+    base = teamgym.make("coder_tester-v1")
+    env = SingleAgentView(base, agent="tester", partners={"coder": base.unwrapped.scripted_policy("coder", "oracle")})
+    env.reset(seed=0, options={"task_id": "HumanEval/0"})
+    _, reward, terminated, _, info = env.step(_py("assert True"))
+    assert terminated and reward == pytest.approx(1.0 + info["reward_terms"]["discrimination"])
