@@ -173,7 +173,7 @@ def _collect(data, env, policy, seeds=(0, 1)):
 def test_tianshou_buffer_takes_a_collected_episode(env_id, agent):
     data = pytest.importorskip("tianshou.data")
     env = _single_agent(env_id, agent, max_cycles=3)
-    if env_id == "coder_tester-v0":  # the documented recipe (docs/wrappers.md): no lists that change length
+    if env_id.startswith("coder_tester-"):  # the documented recipe (docs/wrappers.md): no lists that change length
         env = _single_agent(env_id, agent, max_cycles=3, info_keys=set(env.reset(seed=0)[1]) - PER_TEST_LISTS)
     buffer = _collect(data, env, lambda observation: env.action_space.sample())
     assert not buffer.hasnull()  # what Tianshou's trainer checks after each collection
