@@ -401,6 +401,10 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         state = self.state
         return pass_rate([v.passed for v, ok in zip(state.verdicts, state.test_valid) if ok is not False])
 
+    def _tester_team(self) -> float:
+        """The ``team`` term of the tester's own step: v0 pays the level again, v1 paid its change on the coder's."""
+        return 0.0 if self.pay == "bounded" else self.state.team
+
     def _beyond_best(self, term: str, value: float) -> float:
         """Under ``pay="bounded"``: what ``value`` adds to the best value of ``term`` paid earlier this episode (a
         negative value is paid as it is: a penalty never farms)."""
@@ -460,8 +464,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         }
         if parsed.problem:
             state.tests, state.test_valid, state.verdicts = (), [], []
-            team = 0.0 if self.pay == "bounded" else state.team
-            terms = reward_terms(team=team, discrimination=0.0, validity=0.0, format=-1.0)
+            terms = reward_terms(team=self._tester_team(), discrimination=0.0, validity=0.0, format=-1.0)
             return Outcome(
                 {"tester": terms},
                 info={"tester": {**base, "test_valid": [], "test_rewards": [], "code_verdicts": []}},
@@ -472,8 +475,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         if infra:
             self._mutant_infra = ""
             return Outcome(
-                {"tester": reward_terms(team=0.0 if self.pay == "bounded" else state.team, discrimination=0.0,
-                                        validity=0.0, format=0.0)},
+                {"tester": reward_terms(team=self._tester_team(), discrimination=0.0, validity=0.0, format=0.0)},
                 info={"tester": base},
                 infra_error=infra,
             )
@@ -491,7 +493,7 @@ class CoderTesterEnv(TurnBasedTextEnv[Problem, EpisodeState]):
         state.verdicts = list(matrix[0]) if state.code else []
         discrimination = sum(test_rewards) / len(test_rewards)
         terms = {"tester": reward_terms(
-            team=0.0 if self.pay == "bounded" else state.team,
+            team=self._tester_team(),
             discrimination=self._beyond_best("discrimination", discrimination) if self.pay == "bounded"
             else discrimination,
             validity=-invalid_share,

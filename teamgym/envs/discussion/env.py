@@ -95,11 +95,11 @@ from typing import Any
 
 import numpy as np
 
-from teamgym.core import Outcome, Policy, TurnBasedTextEnv, TurnRecord, clip_text, extract_boxed, reward_terms
+from teamgym.core import Outcome, Policy, TurnBasedTextEnv, TurnRecord, clip_text, reward_terms
 from teamgym.core.rewards import RewardTerms, add_terms
 from teamgym.envs.discussion.prompts import system_prompt, user_prompt
 from teamgym.envs.discussion.rewards import majority_answer, persuasion_credit
-from teamgym.envs.math_tool.answers import is_equivalent
+from teamgym.envs.math_tool.answers import boxed_answer, is_equivalent
 from teamgym.envs.math_tool.problems import MathProblem
 from teamgym.envs.math_tool.source import ProblemSource
 from teamgym.errors import InvalidArgumentError
@@ -195,7 +195,7 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
             state.answers.append({})
             state.replies.append({})
             state.correct.append({})
-        answer = self._boxed(action)
+        answer = boxed_answer(action, strict=self.strict_answers)
         correct = self._is_correct(answer)
         state.answers[round_index][agent] = answer
         state.replies[round_index][agent] = clip_text(action, max(self.rationale_chars, 1))
@@ -234,11 +234,6 @@ class DiscussionEnv(TurnBasedTextEnv[MathProblem, DiscussionState]):
             info.setdefault(a, {}).update({"round_answers": list(answers), "round_majority": majority,
                                            "round_majority_correct": majority_correct})
         return Outcome(terms, terminated=final, info=info)
-
-    def _boxed(self, action: str) -> str | None:
-        """The reply's ``\\boxed{}`` answer; under ``strict_answers`` an empty box is no answer (the format penalty)."""
-        answer = extract_boxed(action)
-        return None if self.strict_answers and answer is not None and not answer.strip() else answer
 
     def _is_correct(self, answer: str | None) -> bool:
         return is_equivalent(answer, self.task.answer, strict=self.strict_answers)

@@ -58,7 +58,10 @@ from sympy.parsing.sympy_parser import (
     rationalize,
 )
 
-__all__ = ["ParsedAnswer", "parse_answer", "is_equivalent", "normalize_latex", "MAX_ANSWER_CHARS", "MAX_DIGITS"]
+from teamgym.core.text import extract_boxed
+
+__all__ = ["ParsedAnswer", "parse_answer", "is_equivalent", "boxed_answer", "normalize_latex", "MAX_ANSWER_CHARS",
+           "MAX_DIGITS"]
 
 #: Longer answers (after normalisation) are rejected unparsed.
 MAX_ANSWER_CHARS = 200
@@ -244,6 +247,13 @@ def is_equivalent(candidate: str | None, reference: str, *, strict: bool = False
             return False
         remaining.pop(match)
     return True
+
+
+def boxed_answer(reply: str, *, strict: bool = False) -> str | None:
+    """The reply's ``\\boxed{}`` answer (``None`` without one); under ``strict`` an empty box is no answer either (the
+    v1 envs give it the format penalty)."""
+    answer = extract_boxed(reply)
+    return None if strict and answer is not None and not answer.strip() else answer
 
 
 # ---------------------------------------------------------------------- normalisation helpers

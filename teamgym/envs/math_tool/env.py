@@ -111,7 +111,7 @@ import numpy as np
 from teamgym import sandbox
 from teamgym.core import Outcome, Policy, TurnBasedTextEnv, TurnRecord, clip_text, extract_boxed, reward_terms
 from teamgym.core.text import select_code_block
-from teamgym.envs.math_tool.answers import is_equivalent
+from teamgym.envs.math_tool.answers import boxed_answer, is_equivalent
 from teamgym.envs.math_tool.problems import MathProblem
 from teamgym.envs.math_tool.prompts import REASONER_SYSTEM, TOOL_SYSTEM, reasoner_prompt, tool_prompt
 from teamgym.envs.math_tool.source import ProblemSource
@@ -274,7 +274,7 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
         self.state.tool_answer.append(answer)
 
     def _reasoner_step(self, action: str) -> Outcome:
-        answer = self._boxed(action)
+        answer = boxed_answer(action, strict=self.strict_answers)
         correct = self._is_correct(answer)
         tool_answer = _at(self.state.tool_answer, self.turn)
         agrees = answer is not None and tool_answer is not None and is_equivalent(tool_answer, answer,
@@ -291,11 +291,6 @@ class MathToolEnv(TurnBasedTextEnv[MathProblem, MathToolState]):
                  "tool": reward_terms(team=team)}
         info = {"reasoner": {"answer": answer, "correct": correct, "agrees_with_tool": agrees}}
         return Outcome(terms, terminated=terminated, info=info)
-
-    def _boxed(self, action: str) -> str | None:
-        """The reply's ``\\boxed{}`` answer; under ``strict_answers`` an empty box is no answer (the format penalty)."""
-        answer = extract_boxed(action)
-        return None if self.strict_answers and answer is not None and not answer.strip() else answer
 
     def _is_correct(self, answer: str | None) -> bool:
         return is_equivalent(answer, self.task.answer, strict=self.strict_answers)
